@@ -1,0 +1,46 @@
+// kforge eval PROBLEM CANDIDATE: build, verify and time one candidate; record it.
+#include "cli/commands.hpp"
+#include "cli/format.hpp"
+#include "cli/record.hpp"
+#include "core/error.hpp"
+
+#include <iostream>
+
+namespace kforge::cli {
+
+command_fn add_eval_command(CLI::App& app, global_options& g) {
+  auto* sub = app.add_subcommand("eval", "Verify a candidate against the float64 oracle and time it against the reference");
+  struct opts_t {
+    std::string problem, candidate;
+    std::optional<std::uint64_t> seed;
+    int trials = 0;
+    double budget = 0, timeout = 0;
+    bool no_time = false;
+  };
+  auto o = std::make_shared<opts_t>();
+  sub->add_option("problem", o->problem, "Problem directory (holding problem.toml)")->required();
+  sub->add_option("candidate", o->candidate, "Candidate source file")->required();
+  sub->add_flag("--json", g.json, "Print the result as JSON (schema kforge.eval/1, docs/json.md)");
+  sub->add_option("--seed", o->seed, "Fix the trial seeds (to reproduce a failure); default: fresh randomness");
+  sub->add_option("--trials", o->trials, "Trials per input distribution (default: the problem's)");
+  sub->add_option("--time-budget", o->budget, "Seconds of timing (default: the problem's)");
+  sub->add_option("--timeout", o->timeout, "Watchdog seconds per worker (default: the problem's)");
+  sub->add_flag("--no-time", o->no_time, "Verify only");
+  return [o, &g]() {
+    const auto p = problem::load(o->problem);
+    if (!std::filesystem::exists(o->candidate)) KFORGE_THROW(usage, "{}: candidate file not found", o->candidate);
+    store::store db(g.db_path());
+    worker::evaluate_options eo;
+    eo.seed = o->seed;
+    eo.trials_per_case = o->trials;
+    eo.time = !o->no_time;
+    eo.time_budget_s = o->budget;
+    eo.timeout_s = o->timeout;
+    auto r = evaluate_and_record(db, p, o->candidate, "file", eo);
+    if (g.json) std::cout << r.json.dump(2) << "\n";
+    else std::cout << format_evaluation(r.result, p, r.evaluation_id, o->candidate);
+    return r.result.passed() ? exit_ok : exit_failed;
+  };
+}
+
+} // namespace kforge::cli

@@ -1,0 +1,63 @@
+#include "cli/format.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace kforge::cli {
+
+std::string format_seconds(double s) {
+  if (!(s > 0)) return "-";
+  if (s >= 1) return fmt::format("{:.3f} s", s);
+  if (s >= 1e-3) return fmt::format("{:.3f} ms", s * 1e3);
+  if (s >= 1e-6) return fmt::format("{:.2f} us", s * 1e6);
+  return fmt::format("{:.0f} ns", s * 1e9);
+}
+
+namespace {
+std::string timing_line(const eval::timing_summary& t) {
+  return fmt::format("{} {}(n={}{})", format_seconds(t.median_s),
+                     t.ci_rel >= 0 ? fmt::format("±{:.1f}% ", 100 * t.ci_rel) : std::string(), t.samples,
+                     t.converged ? "" : ", budget ended before 1% CI");
+}
+} // namespace
+
+std::string format_evaluation(const worker::evaluation& ev, const problem::problem& p, int64_t id,
+                              const std::string& label) {
+  std::string s = fmt::format("kforge eval {} {}  (evaluation #{}, {})\n", p.name, label, id, ev.device);
+  double build_s = 0;
+  int cached = 0;
+  for (auto& b : ev.builds) {
+    build_s += b.artifact.duration_s;
+    cached += b.artifact.cached;
+  }
+  s += fmt::format("  build    {} ({:.2f} s compiling, {} of {} from cache)\n",
+                   ev.status == "build_failed" ? "FAILED" : "ok", build_s, cached, ev.builds.size());
+  int failed = 0;
+  for (auto& c : ev.checks) failed += !c.passed;
+  if (ev.passed()) {
+    s += fmt::format("  verify   PASSED  {} checks, {} trials over {} input distributions\n", ev.checks.size(),
+                     ev.trials.size(), p.cases.size());
+  } else {
+    s += fmt::format("  verify   FAILED  {}  ({} of {} checks failed)\n", ev.status, failed, ev.checks.size());
+    s += fmt::format("           {}\n", ev.message);
+  }
+  if (!ev.reference_errors.empty() && ev.passed()) {
+    std::string errs;
+    for (auto& r : ev.reference_errors)
+      errs += fmt::format("{}{} {:.2g}", errs.empty() ? "" : ", ", r.case_name, r.error.max_abs);
+    s += fmt::format("  ref err  max |reference - float64 oracle|: {}\n", errs);
+  }
+  if (auto* c = ev.timing("candidate")) {
+    s += fmt::format("  time     candidate {}\n", timing_line(*c));
+    if (auto* r = ev.timing("reference")) s += fmt::format("           reference {}\n", timing_line(*r));
+    if (auto sp = ev.speedup()) s += fmt::format("  speedup  {:.2f}x over the reference\n", *sp);
+    std::string rate;
+    if (p.work.min_bytes > 0) rate += fmt::format("{:.1f} GB/s", p.work.min_bytes / c->median_s * 1e-9);
+    if (p.work.flops > 0) rate += fmt::format("{}{:.2f} GFLOP/s", rate.empty() ? "" : ", ", p.work.flops / c->median_s * 1e-9);
+    if (!rate.empty()) s += fmt::format("  rate     {} (from the problem's work counts)\n", rate);
+  }
+  return s;
+}
+
+} // namespace kforge::cli

@@ -1,0 +1,15 @@
+#pragma once
+// Short human-readable renderings for the terminal. --json output never goes through here.
+#include "worker/evaluate.hpp"
+
+#include <string>
+
+namespace kforge::cli {
+
+/// 1.234e-3 -> "1.234 ms"; 5.6e-6 -> "5.6 us"
+[[nodiscard]] std::string format_seconds(double s);
+/// The few lines `kforge eval` prints: verdict, where it failed, timing and speedup.
+[[nodiscard]] std::string format_evaluation(const worker::evaluation& ev, const problem::problem& p, int64_t evaluation_id,
+                                            const std::string& candidate_label);
+
+} // namespace kforge::cli

@@ -1,0 +1,44 @@
+#include "core/fs.hpp"
+
+#include "core/error.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+namespace kforge {
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) KFORGE_THROW(usage, "{}: cannot read file", p.string());
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_file_atomic(const std::filesystem::path& p, const std::string& data) {
+  std::filesystem::create_directories(p.parent_path().empty() ? "." : p.parent_path());
+  auto tmp = p;
+  tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(std::random_device{}());
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    if (!out) KFORGE_THROW(internal, "{}: cannot write file", tmp.string());
+    out << data;
+    if (!out) KFORGE_THROW(internal, "{}: write failed", tmp.string());
+  }
+  std::filesystem::rename(tmp, p);
+}
+
+std::filesystem::path cache_root() {
+  if (const char* c = std::getenv("KFORGE_CACHE"); c && *c) return c;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::filesystem::path(x) / "kforge";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::filesystem::path(h) / ".cache" / "kforge";
+  return std::filesystem::temp_directory_path() / "kforge-cache";
+}
+
+std::filesystem::path self_exe() { return std::filesystem::read_symlink("/proc/self/exe"); }
+
+} // namespace kforge

@@ -1,0 +1,17 @@
+#pragma once
+// Small file helpers whose errors name the file.
+#include <filesystem>
+#include <string>
+
+namespace kforge {
+
+/// @throws kforge::error naming `p` when it cannot be read.
+[[nodiscard]] std::string read_file(const std::filesystem::path& p);
+/// Writes atomically: a temporary beside `p`, then rename.
+void write_file_atomic(const std::filesystem::path& p, const std::string& data);
+/// @return the per-user cache root: $KFORGE_CACHE, else $XDG_CACHE_HOME/kforge, else ~/.cache/kforge.
+[[nodiscard]] std::filesystem::path cache_root();
+/// @return the path of the running executable (/proc/self/exe).
+[[nodiscard]] std::filesystem::path self_exe();
+
+} // namespace kforge

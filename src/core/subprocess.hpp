@@ -1,0 +1,28 @@
+#pragma once
+// Runs a command to completion, capturing its output; used for compilers and tools.
+// (The evaluation worker has its own launcher in worker/, with a result channel.)
+//   auto r = run_command({"g++", "--version"});  if (r.exit_code == 0) ... r.output ...
+#include <string>
+#include <vector>
+
+namespace kforge {
+
+struct command_result {
+  int exit_code = -1;       // valid when !signaled && !timed_out
+  int signal = 0;           // the terminating signal, when signaled
+  bool signaled = false;
+  bool timed_out = false;
+  std::string output;       // stdout and stderr interleaved, truncated to max_output bytes
+  double duration_s = 0.0;
+  [[nodiscard]] bool ok() const { return !signaled && !timed_out && exit_code == 0; }
+};
+
+/// @pre argv non-empty; argv[0] is looked up on PATH.
+/// @throws kforge::error (internal) only when the process cannot be started at all.
+[[nodiscard]] command_result run_command(const std::vector<std::string>& argv, double timeout_s = 600.0,
+                                         std::size_t max_output = 1 << 20);
+
+/// Joins argv into a shell-readable line, for logs and the build record.
+[[nodiscard]] std::string join_command(const std::vector<std::string>& argv);
+
+} // namespace kforge

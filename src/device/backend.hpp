@@ -1,0 +1,48 @@
+#pragma once
+// What the evaluator needs from a device: memory, copies, a stream, a clock, a cache
+// flush. The CPU backend implements it with host memory and the steady clock; the
+// CUDA backend implements the same calls with cudaMalloc, a per-evaluation stream and
+// CUDA events, so nothing above this layer knows which one it drives.
+//   auto dev = device::make_backend(problem::backend_kind::cpu);
+//   void* p = dev->allocate(n);  dev->upload(p, host, n);  double s = dev->time_call(fn, &rc);
+#include "problem/problem.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace kforge::device {
+
+class backend {
+public:
+  virtual ~backend() = default;
+
+  /// @return short name, e.g. "cpu" or "cuda:0".
+  [[nodiscard]] virtual std::string name() const = 0;
+  /// @return the device model as the report should show it (CPU model, GPU name).
+  [[nodiscard]] virtual std::string description() const = 0;
+
+  /// Device memory, 256-byte aligned, uninitialised. @throws kforge::error on exhaustion.
+  [[nodiscard]] virtual void* allocate(std::size_t bytes) = 0;
+  virtual void release(void* p) noexcept = 0;
+  virtual void upload(void* dst, const void* src, std::size_t bytes) = 0;   // host -> device
+  virtual void download(void* dst, const void* src, std::size_t bytes) = 0; // device -> host
+  virtual void fill(void* dst, std::uint8_t byte, std::size_t bytes) = 0;
+
+  /// @return what kf_args.stream carries: NULL on the CPU, the cudaStream_t on CUDA.
+  [[nodiscard]] virtual void* stream() = 0;
+  /// Waits for all work on the device. @throws kforge::error on a device fault.
+  virtual void synchronize() = 0;
+  /// Evicts the caches a cold sample must not find warm (LLC on the CPU, L2 on a GPU).
+  virtual void flush_caches() = 0;
+  /// Runs fn once and returns its duration in seconds on this backend's clock, after
+  /// the work it enqueued is complete. *rc receives fn's return value.
+  [[nodiscard]] virtual double time_call(const std::function<int()>& fn, int* rc) = 0;
+};
+
+/// @throws kforge::error (usage) when the backend is not available in this build or on this machine.
+[[nodiscard]] std::unique_ptr<backend> make_backend(problem::backend_kind kind);
+
+} // namespace kforge::device

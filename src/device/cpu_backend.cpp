@@ -1,0 +1,82 @@
+// The CPU backend: host memory and the steady clock. Candidates run in the worker's
+// own threads (OpenMP), so "device work" is complete when kf_forward returns.
+#include "core/error.hpp"
+#include "core/fs.hpp"
+#include "device/backend.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+
+#include <immintrin.h>
+
+namespace kforge::device {
+namespace {
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) {
+      auto p = line.find(':');
+      if (p != std::string::npos) return line.substr(p + 2);
+    }
+  return "unknown CPU";
+}
+
+class cpu_backend final : public backend {
+public:
+
+  std::string name() const override { return "cpu"; }
+  std::string description() const override { return cpu_model(); }
+
+  void* allocate(std::size_t bytes) override {
+    void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
+    if (!p) KFORGE_THROW(worker, "cpu backend: out of memory allocating {} bytes", bytes);
+    m_live[p] = bytes;
+    return p;
+  }
+  void release(void* p) noexcept override {
+    m_live.erase(p);
+    std::free(p);
+  }
+  void upload(void* dst, const void* src, std::size_t n) override { std::memcpy(dst, src, n); }
+  void download(void* dst, const void* src, std::size_t n) override { std::memcpy(dst, src, n); }
+  void fill(void* dst, std::uint8_t byte, std::size_t n) override { std::memset(dst, byte, n); }
+  void* stream() override { return nullptr; }
+  void synchronize() override {}
+
+  void flush_caches() override {
+    // Evict exactly what a call can touch: every buffer the harness allocated, line by
+    // line, from every cache level. Cheaper and more exact than sweeping a buffer larger
+    // than the LLC (which on a big server part is hundreds of MB per sample).
+    for (auto& [p, n] : m_live)
+      for (std::size_t off = 0; off < n; off += 64) _mm_clflush(static_cast<const char*>(p) + off);
+    _mm_mfence();
+  }
+
+  double time_call(const std::function<int()>& fn, int* rc) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    *rc = fn();
+    const auto t1 = std::chrono::steady_clock::now();
+    return std::chrono::duration<double>(t1 - t0).count();
+  }
+
+private:
+  std::map<void*, std::size_t> m_live; // allocation -> bytes
+};
+
+} // namespace
+
+std::unique_ptr<backend> make_backend(problem::backend_kind kind) {
+  switch (kind) {
+  case problem::backend_kind::cpu: return std::make_unique<cpu_backend>();
+  case problem::backend_kind::cuda:
+    KFORGE_THROW(usage, "the CUDA backend is not part of this build yet; use a backend = \"cpu\" problem");
+  }
+  KFORGE_THROW(internal, "unknown backend");
+}
+
+} // namespace kforge::device

@@ -1,0 +1,119 @@
+#include "eval/buffers.hpp"
+
+#include "core/dtype.hpp"
+#include "core/error.hpp"
+
+#include <random>
+
+namespace kforge::eval {
+
+guarded_buffer::guarded_buffer(device::backend& dev, std::size_t bytes, std::uint64_t canary_seed)
+    : m_dev(dev), m_bytes(bytes), m_canary(2 * guard_bytes) {
+  // Random canaries: a candidate cannot restore a guard it overwrote by writing a known pattern back.
+  std::mt19937_64 rng(canary_seed);
+  for (auto& b : m_canary) b = static_cast<std::uint8_t>(rng());
+  m_base = m_dev.allocate(bytes + 2 * guard_bytes);
+  m_dev.upload(m_base, m_canary.data(), guard_bytes);
+  m_dev.upload(static_cast<char*>(m_base) + guard_bytes + bytes, m_canary.data() + guard_bytes, guard_bytes);
+}
+
+guarded_buffer::~guarded_buffer() { m_dev.release(m_base); }
+
+std::optional<std::string> guarded_buffer::check_guards() const {
+  std::vector<std::uint8_t> got(guard_bytes);
+  m_dev.download(got.data(), m_base, guard_bytes);
+  for (std::size_t i = guard_bytes; i-- > 0;) // nearest the data first
+    if (got[i] != m_canary[i]) return fmt::format("{} bytes before the start", guard_bytes - i);
+  m_dev.download(got.data(), static_cast<const char*>(m_base) + guard_bytes + m_bytes, guard_bytes);
+  for (std::size_t i = 0; i < guard_bytes; ++i)
+    if (got[i] != m_canary[guard_bytes + i]) return fmt::format("{} bytes after the end", i + 1);
+  return std::nullopt;
+}
+
+kf_tensor make_tensor_view(const problem::tensor_spec& t, precision prec, void* data) {
+  kf_tensor v{};
+  v.data = data;
+  v.dtype = prec == precision::oracle ? t.oracle_dtype() : t.dtype;
+  v.ndim = static_cast<int32_t>(t.shape.size());
+  int64_t stride = 1;
+  for (int d = v.ndim - 1; d >= 0; --d) {
+    v.shape[d] = t.shape[d];
+    v.strides[d] = stride;
+    stride *= t.shape[d];
+  }
+  return v;
+}
+
+namespace {
+std::size_t tensor_bytes(const problem::tensor_spec& t, precision prec) {
+  return static_cast<std::size_t>(t.numel()) * dtype_size(prec == precision::oracle ? t.oracle_dtype() : t.dtype);
+}
+} // namespace
+
+tensor_set::tensor_set(device::backend& dev, const problem::problem& p, precision prec, std::uint64_t canary_seed)
+    : m_dev(dev), m_problem(p) {
+  std::uint64_t s = canary_seed;
+  for (auto* t : p.inputs()) {
+    m_in.push_back(std::make_unique<guarded_buffer>(dev, tensor_bytes(*t, prec), ++s));
+    m_in_t.push_back(make_tensor_view(*t, prec, m_in.back()->data()));
+    m_in_names.push_back(t->name);
+  }
+  for (auto* t : p.outputs()) {
+    m_out.push_back(std::make_unique<guarded_buffer>(dev, tensor_bytes(*t, prec), ++s));
+    m_out_t.push_back(make_tensor_view(*t, prec, m_out.back()->data()));
+    m_out_names.push_back(t->name);
+  }
+  m_args.inputs = m_in_t.data();
+  m_args.num_inputs = static_cast<int32_t>(m_in_t.size());
+  m_args.outputs = m_out_t.data();
+  m_args.num_outputs = static_cast<int32_t>(m_out_t.size());
+  m_args.stream = dev.stream();
+}
+
+void tensor_set::upload_inputs(const std::vector<host_tensor>& inputs) {
+  KFORGE_ASSERT(inputs.size() == m_in.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    KFORGE_ASSERT(inputs[i].bytes.size() == m_in[i]->bytes());
+    m_dev.upload(m_in[i]->data(), inputs[i].bytes.data(), inputs[i].bytes.size());
+  }
+}
+
+void tensor_set::set_workspace(std::size_t bytes, std::uint64_t canary_seed) {
+  m_ws = std::make_unique<guarded_buffer>(m_dev, bytes, canary_seed);
+  m_args.workspace = bytes ? m_ws->data() : nullptr;
+  m_args.workspace_bytes = bytes;
+}
+
+void tensor_set::poison(std::uint8_t workspace_byte) {
+  for (auto& b : m_out) m_dev.fill(b->data(), output_poison, b->bytes());
+  if (m_ws && m_ws->bytes()) m_dev.fill(m_ws->data(), workspace_byte, m_ws->bytes());
+}
+
+namespace {
+std::vector<host_tensor> download_all(device::backend& dev, const std::vector<std::unique_ptr<guarded_buffer>>& bufs,
+                                      const std::vector<kf_tensor>& views) {
+  std::vector<host_tensor> out;
+  for (std::size_t i = 0; i < bufs.size(); ++i) {
+    host_tensor h{views[i].dtype, std::vector<std::uint8_t>(bufs[i]->bytes())};
+    dev.download(h.bytes.data(), bufs[i]->data(), h.bytes.size());
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+} // namespace
+
+std::vector<host_tensor> tensor_set::download_outputs() const { return download_all(m_dev, m_out, m_out_t); }
+std::vector<host_tensor> tensor_set::download_inputs() const { return download_all(m_dev, m_in, m_in_t); }
+
+std::vector<std::string> tensor_set::check_guards() const {
+  std::vector<std::string> bad;
+  for (std::size_t i = 0; i < m_in.size(); ++i)
+    if (auto g = m_in[i]->check_guards()) bad.push_back(fmt::format("input '{}': write {}", m_in_names[i], *g));
+  for (std::size_t i = 0; i < m_out.size(); ++i)
+    if (auto g = m_out[i]->check_guards()) bad.push_back(fmt::format("output '{}': write {}", m_out_names[i], *g));
+  if (m_ws)
+    if (auto g = m_ws->check_guards()) bad.push_back(fmt::format("workspace: write {}", *g));
+  return bad;
+}
+
+} // namespace kforge::eval

@@ -1,0 +1,83 @@
+#pragma once
+// Harness-owned device memory for one call of kf_forward: every tensor and the
+// workspace live in a guarded buffer (random canary bytes before and after), outputs and
+// workspace are poisoned before every call, and the kf_tensor / kf_args views the
+// candidate sees point into them.
+//   eval::tensor_set ts{dev, problem, precision::nominal};
+//   ts.upload_inputs(host_inputs);  ts.poison(poison_a);  kf_forward(&ts.args());
+//   auto bad = ts.check_guards();   // names the buffer and the first overwritten byte
+#include "device/backend.hpp"
+#include "problem/problem.hpp"
+
+#include <kforge/kernel.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kforge::eval {
+
+/// Which build the tensors are laid out for: the problem dtype, or the float64 oracle.
+enum class precision { nominal, oracle };
+
+/// The output poison byte: 0xFF makes every float a NaN with all payload bits set, a
+/// pattern no arithmetic produces, so "never written" is told apart from "computed NaN".
+inline constexpr std::uint8_t output_poison = 0xFF;
+
+class guarded_buffer {
+public:
+  static constexpr std::size_t guard_bytes = 4096;
+  guarded_buffer(device::backend& dev, std::size_t bytes, std::uint64_t canary_seed);
+  ~guarded_buffer();
+  guarded_buffer(const guarded_buffer&) = delete;
+  guarded_buffer& operator=(const guarded_buffer&) = delete;
+
+  [[nodiscard]] void* data() const { return m_base ? static_cast<char*>(m_base) + guard_bytes : nullptr; }
+  [[nodiscard]] std::size_t bytes() const { return m_bytes; }
+  /// @return empty when both guards are intact, else where the first changed byte is
+  /// ("3 bytes after the end" / "12 bytes before the start").
+  [[nodiscard]] std::optional<std::string> check_guards() const;
+
+private:
+  device::backend& m_dev;
+  void* m_base = nullptr;
+  std::size_t m_bytes;
+  std::vector<std::uint8_t> m_canary; // 2 * guard_bytes: before, then after
+};
+
+struct host_tensor {
+  kf_dtype dtype = KF_F32;
+  std::vector<std::uint8_t> bytes;
+};
+
+class tensor_set {
+public:
+  tensor_set(device::backend& dev, const problem::problem& p, precision prec, std::uint64_t canary_seed);
+
+  void upload_inputs(const std::vector<host_tensor>& inputs);
+  /// Sets the workspace size (asked of the candidate once per shape) and allocates it.
+  void set_workspace(std::size_t bytes, std::uint64_t canary_seed);
+  /// Fills outputs with output_poison and the workspace with `workspace_byte`.
+  void poison(std::uint8_t workspace_byte);
+  [[nodiscard]] std::vector<host_tensor> download_outputs() const;
+  [[nodiscard]] std::vector<host_tensor> download_inputs() const;
+  /// @return one line per violated guard, naming the tensor ("output 'y': 4 bytes after the end").
+  [[nodiscard]] std::vector<std::string> check_guards() const;
+
+  [[nodiscard]] kf_args& args() { return m_args; }
+
+private:
+  device::backend& m_dev;
+  const problem::problem& m_problem;
+  std::vector<std::unique_ptr<guarded_buffer>> m_in, m_out;
+  std::unique_ptr<guarded_buffer> m_ws;
+  std::vector<kf_tensor> m_in_t, m_out_t;
+  std::vector<std::string> m_in_names, m_out_names;
+  kf_args m_args{};
+};
+
+/// Builds the kf_tensor for a spec at a precision (contiguous row-major strides).
+[[nodiscard]] kf_tensor make_tensor_view(const problem::tensor_spec& t, precision prec, void* data);
+
+} // namespace kforge::eval

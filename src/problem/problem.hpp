@@ -1,0 +1,92 @@
+#pragma once
+// A kernel problem, parsed and validated from a problem directory:
+//   problems/layernorm/problem.toml, reference.cpp (or .cu), seed.cpp (optional)
+//   auto p = problem::load("problems/cpu/layernorm");   // throws with file, key and reason
+// The format is documented in docs/problem-format.md.
+#include "problem/distribution.hpp"
+
+#include <kforge/kernel.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kforge::problem {
+
+enum class backend_kind { cpu, cuda };
+enum class tensor_role { input, param, output };
+enum class tolerance_policy {
+  ratio, // error <= alpha * reference's error vs the float64 oracle + floor (default)
+  rtol,  // |c - o| <= atol + rtol * |o| per element (for FP64 problems, whose reference is the oracle)
+};
+
+struct tensor_spec {
+  std::string name;
+  tensor_role role = tensor_role::input;
+  kf_dtype dtype = KF_F32;  // the dtype at nominal precision
+  bool follows_real = true; // dtype is the problem's real type: KF_REAL, double in the oracle
+  std::vector<int64_t> shape;
+  [[nodiscard]] int64_t numel() const;
+  /// @return the dtype this tensor has in the oracle build (f64 when follows_real).
+  [[nodiscard]] kf_dtype oracle_dtype() const { return follows_real ? KF_F64 : dtype; }
+};
+
+/// One input distribution: every input tensor gets a generator. Tensors not named in a
+/// case use the case named "default" if given, else normal(0, 1) (int_range(0, 9) for integers).
+struct case_spec {
+  std::string name;
+  std::map<std::string, distribution> inputs; // tensor name -> generator
+};
+
+struct tolerance_spec {
+  tolerance_policy policy = tolerance_policy::ratio;
+  double alpha = 4.0;        // ratio: allowed multiple of the reference's own error
+  double floor_ulps = 8.0;   // ratio: absolute floor, in units of eps(dtype) * max|oracle|
+  double rtol = 0.0, atol = 0.0; // rtol policy
+  bool deterministic = true; // a repeat on identical inputs must be bitwise identical
+};
+
+struct work_spec {
+  double flops = 0.0;     // floating-point operations of one call, for the roofline
+  double min_bytes = 0.0; // bytes one call must move at least (inputs read once, outputs written once)
+};
+
+struct eval_spec {
+  int trials_per_case = 2;      // fresh seeds per case
+  double time_budget_s = 2.0;   // per subject, for timing
+  int min_samples = 10;
+  int max_samples = 1000;
+  double target_rel_ci = 0.01;  // stop timing once the median's 95% CI half-width is under this
+  double timeout_s = 60.0;      // watchdog for one worker
+};
+
+struct problem {
+  std::filesystem::path dir;       // the problem directory
+  std::filesystem::path toml_path; // dir / problem.toml
+  std::string name;
+  std::string description;
+  backend_kind backend = backend_kind::cpu;
+  kf_dtype dtype = KF_F32; // nominal real type (KF_REAL in the reference)
+  std::vector<tensor_spec> tensors; // inputs and params in ABI order, then outputs in ABI order
+  std::vector<case_spec> cases;     // at least one
+  tolerance_spec tolerance;
+  work_spec work;
+  eval_spec eval;
+  std::filesystem::path reference;       // absolute path of the reference source
+  std::optional<std::filesystem::path> seed; // absolute path of the seed candidate, if any
+  std::string toml_text;                 // the file as read, stored with the problem
+
+  [[nodiscard]] std::vector<const tensor_spec*> inputs() const;  // inputs and params, ABI order
+  [[nodiscard]] std::vector<const tensor_spec*> outputs() const; // ABI order
+};
+
+[[nodiscard]] std::string_view backend_name(backend_kind b);
+
+/// Loads and validates `dir/problem.toml` (or `dir` itself when it names a .toml file).
+/// @throws kforge::error (problem) "FILE: key 'K': REASON" for every mistake found first.
+[[nodiscard]] problem load(const std::filesystem::path& dir);
+
+} // namespace kforge::problem

@@ -1,0 +1,488 @@
+#include "store/store.hpp"
+
+#include "core/error.hpp"
+#include "core/hash.hpp"
+
+#include <sqlite3.h>
+
+#include <array>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+namespace kforge::store {
+
+namespace {
+
+// ---------------------------------------------------------------------------------
+// Schema migrations. Entry i takes a database from user_version i to i + 1; each runs
+// in its own transaction together with the user_version bump. To change the schema,
+// append one entry here and raise store::latest_schema_version to match.
+// Timestamps are ISO-8601 UTC with milliseconds (strftime's %f is SS.SSS).
+// ---------------------------------------------------------------------------------
+#define KFORGE_NOW "(strftime('%Y-%m-%dT%H:%M:%fZ','now'))"
+
+constexpr std::array<std::string_view, 1> migrations{
+    // 1: the initial schema.
+    R"sql(
+CREATE TABLE problems (
+  id         INTEGER PRIMARY KEY,
+  name       TEXT NOT NULL,
+  path       TEXT NOT NULL,
+  spec_hash  TEXT NOT NULL,
+  spec_toml  TEXT NOT NULL,
+  created_at TEXT NOT NULL DEFAULT )sql" KFORGE_NOW R"sql(,
+  UNIQUE (name, spec_hash)
+);
+
+CREATE TABLE candidates (
+  id         INTEGER PRIMARY KEY,
+  problem_id INTEGER NOT NULL REFERENCES problems(id),
+  hash       TEXT NOT NULL,
+  source     TEXT NOT NULL,
+  origin     TEXT NOT NULL,
+  label      TEXT NOT NULL,
+  parent_id  INTEGER REFERENCES candidates(id),
+  created_at TEXT NOT NULL DEFAULT )sql" KFORGE_NOW R"sql(,
+  UNIQUE (problem_id, hash)
+);
+CREATE INDEX candidates_parent ON candidates(parent_id);
+
+CREATE TABLE builds (
+  id           INTEGER PRIMARY KEY,
+  candidate_id INTEGER NOT NULL REFERENCES candidates(id),
+  role         TEXT NOT NULL,
+  compiler     TEXT NOT NULL,
+  flags        TEXT NOT NULL,
+  cache_key    TEXT NOT NULL,
+  ok           INTEGER NOT NULL CHECK (ok IN (0, 1)),
+  cached       INTEGER NOT NULL CHECK (cached IN (0, 1)),
+  diagnostics  TEXT NOT NULL,
+  duration_s   REAL NOT NULL,
+  created_at   TEXT NOT NULL DEFAULT )sql" KFORGE_NOW R"sql(
+);
+CREATE INDEX builds_candidate ON builds(candidate_id);
+
+CREATE TABLE evaluations (
+  id           INTEGER PRIMARY KEY,
+  candidate_id INTEGER NOT NULL REFERENCES candidates(id),
+  build_id     INTEGER REFERENCES builds(id),
+  status       TEXT NOT NULL DEFAULT 'running',
+  message      TEXT NOT NULL DEFAULT '',
+  config_json  TEXT NOT NULL,
+  summary_json TEXT NOT NULL DEFAULT '',
+  started_at   TEXT NOT NULL DEFAULT )sql" KFORGE_NOW R"sql(,
+  finished_at  TEXT
+);
+CREATE INDEX evaluations_candidate ON evaluations(candidate_id);
+
+CREATE TABLE checks (
+  id            INTEGER PRIMARY KEY,
+  evaluation_id INTEGER NOT NULL REFERENCES evaluations(id),
+  name          TEXT NOT NULL,
+  case_name     TEXT NOT NULL,
+  trial         INTEGER NOT NULL,
+  passed        INTEGER NOT NULL CHECK (passed IN (0, 1)),
+  detail_json   TEXT NOT NULL
+);
+CREATE INDEX checks_evaluation ON checks(evaluation_id);
+
+CREATE TABLE timings (
+  id            INTEGER PRIMARY KEY,
+  evaluation_id INTEGER NOT NULL REFERENCES evaluations(id),
+  subject       TEXT NOT NULL,
+  samples       INTEGER NOT NULL,
+  median_s      REAL NOT NULL,
+  mean_s        REAL NOT NULL,
+  min_s         REAL NOT NULL,
+  max_s         REAL NOT NULL,
+  stdev_s       REAL NOT NULL,
+  ci_rel        REAL NOT NULL,
+  p10_s         REAL NOT NULL,
+  p90_s         REAL NOT NULL
+);
+CREATE INDEX timings_evaluation ON timings(evaluation_id);
+)sql",
+};
+
+static_assert(migrations.size() == store::latest_schema_version,
+              "one migration per schema version: append to `migrations` and bump latest_schema_version together");
+
+constexpr int busy_timeout_ms = 10'000;
+
+[[noreturn]] void fail(sqlite3* db, const std::filesystem::path& path, std::string_view what) {
+  KFORGE_THROW(store, "{}: {}: {}", path.string(), what, db ? sqlite3_errmsg(db) : "out of memory");
+}
+
+/// One prepared statement; finalized on scope exit. Binds are 1-based, in call order.
+class statement {
+public:
+  statement(sqlite3* db, const std::filesystem::path& path, std::string_view sql) : m_db(db), m_path(path) {
+    if (sqlite3_prepare_v2(db, sql.data(), static_cast<int>(sql.size()), &m_stmt, nullptr) != SQLITE_OK)
+      fail(m_db, m_path, "preparing statement");
+  }
+  ~statement() { sqlite3_finalize(m_stmt); }
+  statement(const statement&) = delete;
+  statement& operator=(const statement&) = delete;
+
+  statement& bind(int64_t v) { return check(sqlite3_bind_int64(m_stmt, ++m_index, v)); }
+  statement& bind(int v) { return check(sqlite3_bind_int(m_stmt, ++m_index, v)); }
+  statement& bind(bool v) { return check(sqlite3_bind_int(m_stmt, ++m_index, v ? 1 : 0)); }
+  statement& bind(double v) { return check(sqlite3_bind_double(m_stmt, ++m_index, v)); }
+  statement& bind(std::string_view v) {
+    return check(sqlite3_bind_text64(m_stmt, ++m_index, v.data(), v.size(), SQLITE_TRANSIENT, SQLITE_UTF8));
+  }
+  statement& bind(const std::string& v) { return bind(std::string_view{v}); }
+  statement& bind(const char* v) { return bind(std::string_view{v}); }
+  statement& bind(std::optional<int64_t> v) {
+    return v ? bind(*v) : check(sqlite3_bind_null(m_stmt, ++m_index));
+  }
+
+  /// @return true while a row is available.
+  bool step() {
+    int rc = sqlite3_step(m_stmt);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    fail(m_db, m_path, "executing statement");
+  }
+  /// Steps to completion (for statements that return no rows, or whose rows are unused).
+  void run() {
+    while (step()) {
+    }
+  }
+
+  [[nodiscard]] bool is_null(int col) const { return sqlite3_column_type(m_stmt, col) == SQLITE_NULL; }
+  [[nodiscard]] int64_t i64(int col) const { return sqlite3_column_int64(m_stmt, col); }
+  [[nodiscard]] int i32(int col) const { return sqlite3_column_int(m_stmt, col); }
+  [[nodiscard]] double f64(int col) const { return sqlite3_column_double(m_stmt, col); }
+  [[nodiscard]] std::string text(int col) const {
+    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(m_stmt, col));
+    if (!p) return {};
+    return std::string(p, static_cast<size_t>(sqlite3_column_bytes(m_stmt, col)));
+  }
+  [[nodiscard]] std::optional<int64_t> opt_i64(int col) const {
+    if (is_null(col)) return std::nullopt;
+    return i64(col);
+  }
+  [[nodiscard]] std::optional<double> opt_f64(int col) const {
+    if (is_null(col)) return std::nullopt;
+    return f64(col);
+  }
+
+private:
+  statement& check(int rc) {
+    if (rc != SQLITE_OK) fail(m_db, m_path, "binding parameter");
+    return *this;
+  }
+  sqlite3* m_db;
+  const std::filesystem::path& m_path;
+  sqlite3_stmt* m_stmt = nullptr;
+  int m_index = 0;
+};
+
+/// Runs SQL without parameters (pragmas, transaction control, migration scripts).
+void exec(sqlite3* db, const std::filesystem::path& path, const std::string& sql, std::string_view what) {
+  char* err = nullptr;
+  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : sqlite3_errmsg(db);
+    sqlite3_free(err);
+    KFORGE_THROW(store, "{}: {}: {}", path.string(), what, msg);
+  }
+}
+
+int read_user_version(sqlite3* db, const std::filesystem::path& path) {
+  statement s(db, path, "PRAGMA user_version");
+  if (!s.step()) fail(db, path, "reading schema version");
+  return s.i32(0);
+}
+
+build_record read_build(const statement& s) {
+  build_record b;
+  b.id = s.i64(0);
+  b.candidate_id = s.i64(1);
+  b.role = s.text(2);
+  b.compiler = s.text(3);
+  b.flags = s.text(4);
+  b.cache_key = s.text(5);
+  b.ok = s.i32(6) != 0;
+  b.cached = s.i32(7) != 0;
+  b.diagnostics = s.text(8);
+  b.duration_s = s.f64(9);
+  b.created_at = s.text(10);
+  return b;
+}
+
+} // namespace
+
+store::store(const std::filesystem::path& db_path) : m_path(db_path) {
+  if (auto parent = m_path.parent_path(); !parent.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(parent, ec);
+    if (ec) KFORGE_THROW(store, "{}: cannot create directory {}: {}", m_path.string(), parent.string(), ec.message());
+  }
+  int rc = sqlite3_open_v2(m_path.c_str(), &m_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                           nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = m_db ? sqlite3_errmsg(m_db) : sqlite3_errstr(rc);
+    sqlite3_close_v2(m_db);
+    m_db = nullptr;
+    KFORGE_THROW(store, "{}: cannot open database: {}", m_path.string(), msg);
+  }
+  try {
+    sqlite3_extended_result_codes(m_db, 1);
+    if (sqlite3_busy_timeout(m_db, busy_timeout_ms) != SQLITE_OK) fail(m_db, m_path, "setting busy timeout");
+    exec(m_db, m_path, "PRAGMA foreign_keys=ON", "enabling foreign keys");
+    exec(m_db, m_path, "PRAGMA journal_mode=WAL", "enabling WAL journal");
+    exec(m_db, m_path, "PRAGMA synchronous=NORMAL", "setting synchronous mode");
+    migrate();
+  } catch (...) {
+    sqlite3_close_v2(m_db);
+    m_db = nullptr;
+    throw;
+  }
+}
+
+store::~store() { sqlite3_close_v2(m_db); }
+
+void store::migrate() {
+  auto newer_check = [this](int version) {
+    if (version > latest_schema_version)
+      KFORGE_THROW(store, "{}: database schema version {} is newer than this kforge (knows up to {}); upgrade kforge",
+                   m_path.string(), version, latest_schema_version);
+  };
+  newer_check(read_user_version(m_db, m_path));
+
+  for (;;) {
+    // IMMEDIATE takes the write lock up front, so two processes opening a fresh file
+    // at once serialize here and the second sees the first one's version.
+    exec(m_db, m_path, "BEGIN IMMEDIATE", "starting migration");
+    try {
+      int version = read_user_version(m_db, m_path);
+      newer_check(version);
+      if (version == latest_schema_version) {
+        exec(m_db, m_path, "COMMIT", "finishing migration");
+        return;
+      }
+      exec(m_db, m_path, std::string(migrations[static_cast<size_t>(version)]),
+           fmt::format("migrating schema to version {}", version + 1));
+      // PRAGMA takes no bound parameters; the value is this binary's own constant.
+      exec(m_db, m_path, fmt::format("PRAGMA user_version = {}", version + 1), "recording schema version");
+      exec(m_db, m_path, "COMMIT", "committing migration");
+    } catch (...) {
+      if (!sqlite3_get_autocommit(m_db)) sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
+    }
+  }
+}
+
+int store::schema_version() const { return read_user_version(m_db, m_path); }
+
+int64_t store::put_problem(const problem_record& p) {
+  {
+    statement ins(m_db, m_path,
+                  "INSERT INTO problems (name, path, spec_hash, spec_toml) VALUES (?, ?, ?, ?) "
+                  "ON CONFLICT (name, spec_hash) DO NOTHING RETURNING id");
+    ins.bind(p.name).bind(p.path).bind(p.spec_hash).bind(p.spec_toml);
+    if (ins.step()) {
+      int64_t id = ins.i64(0);
+      ins.run();
+      return id;
+    }
+  }
+  statement sel(m_db, m_path, "SELECT id FROM problems WHERE name = ? AND spec_hash = ?");
+  sel.bind(p.name).bind(p.spec_hash);
+  if (!sel.step()) KFORGE_THROW(store, "{}: problem '{}' neither inserted nor found", m_path.string(), p.name);
+  return sel.i64(0);
+}
+
+int64_t store::put_candidate(int64_t problem_id, const std::string& source, const std::string& origin,
+                             const std::string& label, std::optional<int64_t> parent_id) {
+  const std::string hash = sha256_hex(source);
+  {
+    statement ins(m_db, m_path,
+                  "INSERT INTO candidates (problem_id, hash, source, origin, label, parent_id) "
+                  "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (problem_id, hash) DO NOTHING RETURNING id");
+    ins.bind(problem_id).bind(hash).bind(source).bind(origin).bind(label).bind(parent_id);
+    if (ins.step()) {
+      int64_t id = ins.i64(0);
+      ins.run();
+      return id;
+    }
+  }
+  statement sel(m_db, m_path, "SELECT id FROM candidates WHERE problem_id = ? AND hash = ?");
+  sel.bind(problem_id).bind(hash);
+  if (!sel.step())
+    KFORGE_THROW(store, "{}: candidate {} of problem {} neither inserted nor found", m_path.string(), hash, problem_id);
+  return sel.i64(0);
+}
+
+std::optional<candidate_record> store::get_candidate(int64_t id) const {
+  statement s(m_db, m_path,
+              "SELECT id, problem_id, hash, source, origin, label, parent_id, created_at FROM candidates WHERE id = ?");
+  s.bind(id);
+  if (!s.step()) return std::nullopt;
+  candidate_record c;
+  c.id = s.i64(0);
+  c.problem_id = s.i64(1);
+  c.hash = s.text(2);
+  c.source = s.text(3);
+  c.origin = s.text(4);
+  c.label = s.text(5);
+  c.parent_id = s.opt_i64(6);
+  c.created_at = s.text(7);
+  return c;
+}
+
+int64_t store::put_build(const build_record& b) {
+  // created_at: the caller's timestamp when given, else now.
+  statement s(m_db, m_path,
+              "INSERT INTO builds (candidate_id, role, compiler, flags, cache_key, ok, cached, diagnostics, "
+              "duration_s, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, COALESCE(NULLIF(?, ''), " KFORGE_NOW
+              ")) RETURNING id");
+  s.bind(b.candidate_id).bind(b.role).bind(b.compiler).bind(b.flags).bind(b.cache_key).bind(b.ok).bind(b.cached);
+  s.bind(b.diagnostics).bind(b.duration_s).bind(b.created_at);
+  if (!s.step()) fail(m_db, m_path, "inserting build");
+  int64_t id = s.i64(0);
+  s.run();
+  return id;
+}
+
+std::vector<build_record> store::builds_of(int64_t candidate_id) const {
+  statement s(m_db, m_path,
+              "SELECT id, candidate_id, role, compiler, flags, cache_key, ok, cached, diagnostics, duration_s, "
+              "created_at FROM builds WHERE candidate_id = ? ORDER BY id");
+  s.bind(candidate_id);
+  std::vector<build_record> out;
+  while (s.step()) out.push_back(read_build(s));
+  return out;
+}
+
+int64_t store::begin_evaluation(int64_t candidate_id, std::optional<int64_t> build_id,
+                                const std::string& config_json) {
+  statement s(m_db, m_path,
+              "INSERT INTO evaluations (candidate_id, build_id, status, config_json) VALUES (?, ?, 'running', ?) "
+              "RETURNING id");
+  s.bind(candidate_id).bind(build_id).bind(config_json);
+  if (!s.step()) fail(m_db, m_path, "inserting evaluation");
+  int64_t id = s.i64(0);
+  s.run();
+  return id;
+}
+
+void store::put_check(int64_t evaluation_id, const check_record& c) {
+  statement s(m_db, m_path,
+              "INSERT INTO checks (evaluation_id, name, case_name, trial, passed, detail_json) "
+              "VALUES (?, ?, ?, ?, ?, ?)");
+  s.bind(evaluation_id).bind(c.name).bind(c.case_name).bind(c.trial).bind(c.passed).bind(c.detail_json);
+  s.run();
+}
+
+void store::put_timing(int64_t evaluation_id, const timing_record& t) {
+  statement s(m_db, m_path,
+              "INSERT INTO timings (evaluation_id, subject, samples, median_s, mean_s, min_s, max_s, stdev_s, "
+              "ci_rel, p10_s, p90_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  s.bind(evaluation_id).bind(t.subject).bind(t.samples).bind(t.median_s).bind(t.mean_s).bind(t.min_s);
+  s.bind(t.max_s).bind(t.stdev_s).bind(t.ci_rel).bind(t.p10_s).bind(t.p90_s);
+  s.run();
+}
+
+void store::finish_evaluation(int64_t evaluation_id, const std::string& status, const std::string& message,
+                              const std::string& summary_json) {
+  statement s(m_db, m_path,
+              "UPDATE evaluations SET status = ?, message = ?, summary_json = ?, finished_at = " KFORGE_NOW
+              " WHERE id = ? RETURNING id");
+  s.bind(status).bind(message).bind(summary_json).bind(evaluation_id);
+  bool found = s.step();
+  s.run();
+  if (!found) KFORGE_THROW(store, "{}: no evaluation with id {}", m_path.string(), evaluation_id);
+}
+
+std::optional<evaluation_record> store::get_evaluation(int64_t id) const {
+  evaluation_record e;
+  {
+    statement s(m_db, m_path,
+                "SELECT id, candidate_id, build_id, status, message, config_json, summary_json, started_at, "
+                "finished_at FROM evaluations WHERE id = ?");
+    s.bind(id);
+    if (!s.step()) return std::nullopt;
+    e.id = s.i64(0);
+    e.candidate_id = s.i64(1);
+    e.build_id = s.opt_i64(2);
+    e.status = s.text(3);
+    e.message = s.text(4);
+    e.config_json = s.text(5);
+    e.summary_json = s.text(6);
+    e.started_at = s.text(7);
+    e.finished_at = s.text(8); // empty while running
+  }
+  {
+    statement s(m_db, m_path,
+                "SELECT name, case_name, trial, passed, detail_json FROM checks WHERE evaluation_id = ? ORDER BY id");
+    s.bind(id);
+    while (s.step()) {
+      check_record c;
+      c.name = s.text(0);
+      c.case_name = s.text(1);
+      c.trial = s.i32(2);
+      c.passed = s.i32(3) != 0;
+      c.detail_json = s.text(4);
+      e.checks.push_back(std::move(c));
+    }
+  }
+  {
+    statement s(m_db, m_path,
+                "SELECT subject, samples, median_s, mean_s, min_s, max_s, stdev_s, ci_rel, p10_s, p90_s "
+                "FROM timings WHERE evaluation_id = ? ORDER BY id");
+    s.bind(id);
+    while (s.step()) {
+      timing_record t;
+      t.subject = s.text(0);
+      t.samples = s.i32(1);
+      t.median_s = s.f64(2);
+      t.mean_s = s.f64(3);
+      t.min_s = s.f64(4);
+      t.max_s = s.f64(5);
+      t.stdev_s = s.f64(6);
+      t.ci_rel = s.f64(7);
+      t.p10_s = s.f64(8);
+      t.p90_s = s.f64(9);
+      e.timings.push_back(std::move(t));
+    }
+  }
+  return e;
+}
+
+std::vector<evaluation_summary> store::list_evaluations(const std::string& problem, int limit) const {
+  // A subject timed more than once reports its first timing. LIMIT -1 is no limit.
+  statement s(m_db, m_path,
+              "SELECT e.id, p.name, c.id, c.label, c.hash, e.status, e.message, "
+              "  (SELECT t.median_s FROM timings t WHERE t.evaluation_id = e.id AND t.subject = 'candidate' "
+              "   ORDER BY t.id LIMIT 1), "
+              "  (SELECT t.median_s FROM timings t WHERE t.evaluation_id = e.id AND t.subject = 'reference' "
+              "   ORDER BY t.id LIMIT 1), "
+              "  e.started_at "
+              "FROM evaluations e JOIN candidates c ON c.id = e.candidate_id JOIN problems p ON p.id = c.problem_id "
+              "WHERE ?1 = '' OR p.name = ?1 "
+              "ORDER BY e.id DESC LIMIT ?2");
+  s.bind(problem).bind(limit > 0 ? limit : -1);
+  std::vector<evaluation_summary> out;
+  while (s.step()) {
+    evaluation_summary r;
+    r.id = s.i64(0);
+    r.problem = s.text(1);
+    r.candidate_id = s.i64(2);
+    r.candidate_label = s.text(3);
+    r.candidate_hash = s.text(4);
+    r.status = s.text(5);
+    r.message = s.text(6);
+    r.candidate_median_s = s.opt_f64(7);
+    r.reference_median_s = s.opt_f64(8);
+    r.started_at = s.text(9);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+#undef KFORGE_NOW
+
+} // namespace kforge::store

@@ -1,0 +1,132 @@
+#pragma once
+// The experiment record: one SQLite file holding problems, candidates, builds and
+// evaluations (every check and every timing summary). Writes commit as they happen
+// (WAL mode), so a run killed mid-way keeps everything it had finished; an evaluation
+// interrupted before finish_evaluation stays visible with status "running".
+//   store::store db{"kforge.db"};
+//   auto pid = db.put_problem(...);  auto cid = db.put_candidate(pid, src, "file");
+//   auto eid = db.begin_evaluation(cid, bid, cfg);  db.put_check(eid, ...);  db.finish_evaluation(eid, ...);
+// The schema is versioned with PRAGMA user_version and migrated forward on open.
+// This module is a leaf: it knows nothing of eval's types, only these records.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+struct sqlite3;
+
+namespace kforge::store {
+
+struct problem_record {
+  std::string name;
+  std::string path;      // directory it was loaded from
+  std::string spec_hash; // sha256 of problem.toml + reference source
+  std::string spec_toml;
+};
+
+struct candidate_record {
+  int64_t id = 0;
+  int64_t problem_id = 0;
+  std::string hash;   // sha256 of the source
+  std::string source;
+  std::string origin; // "file", "seed", "reference", "llm", "tuner", "agent", ...
+  std::string label;  // e.g. the file name it came from
+  std::optional<int64_t> parent_id;
+  std::string created_at; // ISO-8601 UTC
+};
+
+struct build_record {
+  int64_t id = 0;
+  int64_t candidate_id = 0;
+  std::string role;     // "candidate", "reference", "oracle"
+  std::string compiler; // compiler identity (first line of --version)
+  std::string flags;    // the full command line
+  std::string cache_key;
+  bool ok = false;
+  bool cached = false;  // served from the build cache
+  std::string diagnostics;
+  double duration_s = 0.0;
+  std::string created_at;
+};
+
+struct check_record {
+  std::string name;      // e.g. "tolerance", "guard", "inputs_unchanged", "repeat", "nan_positions"
+  std::string case_name; // input distribution, empty when not per-case
+  int trial = -1;
+  bool passed = false;
+  std::string detail_json; // what failed: element, value, expected, ...
+};
+
+struct timing_record {
+  std::string subject; // "candidate", "reference", or a baseline's name
+  int samples = 0;
+  double median_s = 0, mean_s = 0, min_s = 0, max_s = 0, stdev_s = 0;
+  double ci_rel = 0; // half-width of the median's 95% CI over the median
+  double p10_s = 0, p90_s = 0;
+};
+
+struct evaluation_record {
+  int64_t id = 0;
+  int64_t candidate_id = 0;
+  std::optional<int64_t> build_id;
+  std::string status;  // "running", "passed", "failed", "build_failed", "crashed", "timeout", "error"
+  std::string message; // one line a user can act on
+  std::string config_json;
+  std::string summary_json; // the full result as `kforge eval --json` prints it
+  std::string started_at, finished_at;
+  std::vector<check_record> checks;
+  std::vector<timing_record> timings;
+};
+
+/// A listed evaluation with the names a table needs.
+struct evaluation_summary {
+  int64_t id = 0;
+  std::string problem;
+  int64_t candidate_id = 0;
+  std::string candidate_label;
+  std::string candidate_hash;
+  std::string status;
+  std::string message;
+  std::optional<double> candidate_median_s, reference_median_s;
+  std::string started_at;
+};
+
+class store {
+public:
+  /// Opens (creating if needed) and migrates. @throws kforge::error (store) naming the file.
+  explicit store(const std::filesystem::path& db_path);
+  ~store();
+  store(const store&) = delete;
+  store& operator=(const store&) = delete;
+
+  [[nodiscard]] int schema_version() const;
+  static constexpr int latest_schema_version = 1;
+
+  /// Idempotent on (name, spec_hash). @return the problem id.
+  int64_t put_problem(const problem_record& p);
+  /// Idempotent on (problem_id, hash): the same source twice is one candidate. @return its id.
+  int64_t put_candidate(int64_t problem_id, const std::string& source, const std::string& origin,
+                        const std::string& label, std::optional<int64_t> parent_id = std::nullopt);
+  [[nodiscard]] std::optional<candidate_record> get_candidate(int64_t id) const;
+
+  int64_t put_build(const build_record& b);
+  [[nodiscard]] std::vector<build_record> builds_of(int64_t candidate_id) const;
+
+  int64_t begin_evaluation(int64_t candidate_id, std::optional<int64_t> build_id, const std::string& config_json);
+  void put_check(int64_t evaluation_id, const check_record& c);
+  void put_timing(int64_t evaluation_id, const timing_record& t);
+  void finish_evaluation(int64_t evaluation_id, const std::string& status, const std::string& message,
+                         const std::string& summary_json);
+
+  [[nodiscard]] std::optional<evaluation_record> get_evaluation(int64_t id) const;
+  /// Newest first; `problem` filters by problem name when non-empty; `limit` <= 0 lists all.
+  [[nodiscard]] std::vector<evaluation_summary> list_evaluations(const std::string& problem = "", int limit = 20) const;
+
+private:
+  void migrate();
+  sqlite3* m_db = nullptr;
+  std::filesystem::path m_path;
+};
+
+} // namespace kforge::store

@@ -1,0 +1,321 @@
+#include "worker/evaluate.hpp"
+
+#include "core/dtype.hpp"
+#include "core/error.hpp"
+#include "device/backend.hpp"
+#include "eval/statistics.hpp"
+#include "worker/supervisor.hpp"
+
+#include <map>
+#include <random>
+
+namespace kforge::worker {
+namespace {
+
+using output_key = std::tuple<int, int, std::size_t>; // trial, run, output index
+
+std::string first_line_with(const std::string& text, const std::string& needle) {
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    auto end = text.find('\n', pos);
+    auto line = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    if (line.find(needle) != std::string::npos) return line;
+    if (end == std::string::npos) break;
+    pos = end + 1;
+  }
+  return "";
+}
+
+eval::host_tensor tensor_of(const message& m) {
+  return {static_cast<kf_dtype>(m.header.value("dtype", static_cast<int>(KF_F32))), m.payload};
+}
+
+// A worker that did not end cleanly becomes one failed check naming where it was.
+std::optional<eval::check_result> process_failure(const worker_outcome& o, const std::string& phase,
+                                                  const std::vector<nlohmann::json>& trials) {
+  if (o.end == worker_end::done) return std::nullopt;
+  eval::check_result c{.name = worker_end_name(o.end), .passed = false};
+  std::string where = phase;
+  const auto& lp = o.last_progress;
+  if (lp.contains("trial") && lp["trial"].is_number_integer()) {
+    const int t = lp["trial"];
+    c.trial = t;
+    if (t >= 0 && t < static_cast<int>(trials.size())) c.case_name = trials[t]["case"];
+    c.run = lp.value("run", 0);
+    where = fmt::format("{} on case '{}' (trial {}{})", phase, c.case_name, t, c.run ? ", repeat call" : "");
+  }
+  if (lp.value("phase", "") == "timing") where = "timing";
+  if (lp.value("phase", "") == "workspace") where = "kf_workspace_bytes";
+  switch (o.end) {
+  case worker_end::crashed: c.message = fmt::format("the candidate crashed with {} during {}", o.detail, where); break;
+  case worker_end::timeout: c.message = fmt::format("the candidate hung during {}: {}", where, o.detail); break;
+  case worker_end::exited_early:
+    c.message = fmt::format("the worker exited during {} without a result ({}): the candidate called exit()?", where, o.detail);
+    break;
+  default: c.message = fmt::format("the result channel was tampered with during {}: {}", where, o.detail); break;
+  }
+  c.detail = {{"how", o.detail}, {"exit_code", o.exit_code}, {"signal", o.signal}};
+  if (!o.output.empty()) c.detail["output"] = o.output.substr(0, 2000);
+  return c;
+}
+
+std::string with_place(const eval::check_result& c) {
+  if (c.case_name.empty() || c.name == "crashed" || c.name == "timeout" || c.name == "exited_early" ||
+      c.name == "protocol_error")
+    return c.message;
+  return fmt::format("case '{}' (trial {}{}): {}", c.case_name, c.trial, c.run ? ", repeat call" : "", c.message);
+}
+
+} // namespace
+
+const eval::timing_summary* evaluation::timing(const std::string& subject) const {
+  for (auto& t : timings)
+    if (t.subject == subject) return &t;
+  return nullptr;
+}
+
+std::optional<double> evaluation::speedup() const {
+  auto* c = timing("candidate");
+  auto* r = timing("reference");
+  if (!c || !r || c->median_s <= 0) return std::nullopt;
+  return r->median_s / c->median_s;
+}
+
+evaluation evaluate(const problem::problem& p, const std::filesystem::path& candidate_source,
+                    const evaluate_options& opts) {
+  evaluation ev;
+  const auto exe = opts.worker_exe.empty() ? default_worker_exe() : opts.worker_exe;
+  const double timeout = opts.timeout_s > 0 ? opts.timeout_s : p.eval.timeout_s;
+  const int trials_per_case = opts.trials_per_case > 0 ? opts.trials_per_case : p.eval.trials_per_case;
+  ev.device = device::make_backend(p.backend)->description();
+
+  auto add_build = [&](const std::string& role, const std::filesystem::path& src, kf_dtype real) {
+    role_build b{role, build::compile_host({.source = src, .real = real, .role = role})};
+    if (opts.observer.on_build) opts.observer.on_build(b);
+    ev.builds.push_back(b);
+    return b.artifact;
+  };
+  auto add_check = [&](eval::check_result c) {
+    if (opts.observer.on_check) opts.observer.on_check(c);
+    ev.checks.push_back(std::move(c));
+  };
+  auto fail_with = [&](const eval::check_result& c) {
+    ev.status = c.name;
+    ev.message = with_place(c);
+  };
+
+  // 1. Builds. The reference and oracle failing is the problem's fault, not the candidate's.
+  const auto ref = add_build("reference", p.reference, p.dtype);
+  if (!ref.ok)
+    KFORGE_THROW(problem, "{}: the reference does not compile:\n{}", p.reference.string(), ref.diagnostics);
+  const auto orc = add_build("oracle", p.reference, KF_F64);
+  if (!orc.ok)
+    KFORGE_THROW(problem, "{}: the reference does not compile with KF_REAL=double (the oracle):\n{}",
+                 p.reference.string(), orc.diagnostics);
+  const auto cand = add_build("candidate", candidate_source, p.dtype);
+  if (!cand.ok) {
+    eval::check_result c{.name = "build_failed", .passed = false};
+    auto line = first_line_with(cand.diagnostics, "error");
+    c.message = fmt::format("{} does not compile: {}", candidate_source.string(),
+                            line.empty() ? cand.diagnostics.substr(0, 500) : line);
+    c.detail = {{"diagnostics", cand.diagnostics}};
+    add_check(c);
+    fail_with(c);
+    return ev;
+  }
+
+  // 2. Trials: every case, fresh seeds each time unless the user fixed one.
+  std::mt19937_64 rng(opts.seed ? *opts.seed : std::random_device{}() ^ (std::uint64_t{std::random_device{}()} << 32));
+  nlohmann::json trials = nlohmann::json::array();
+  for (int t = 0; t < trials_per_case; ++t)
+    for (auto& c : p.cases) {
+      nlohmann::json tj{{"case", c.name}, {"seed", rng()}, {"trial", static_cast<int>(trials.size())}};
+      trials.push_back(tj);
+      ev.trials.push_back(tj);
+    }
+  const std::string problem_path = p.dir.string();
+
+  // 3. Truth: reference and oracle, in a worker that never sees candidate code.
+  auto truth = run_worker(exe,
+                          {{"role", "oracle"}, {"problem", problem_path},
+                           {"libraries", {{"reference", ref.library.string()}, {"oracle", orc.library.string()}}},
+                           {"trials", trials}},
+                          timeout * 4);
+  std::map<output_key, eval::host_tensor> oracle_out, ref_out;
+  for (auto& m : truth.messages) {
+    const std::string type = m.header["type"];
+    if (type == "error")
+      KFORGE_THROW(problem, "{}: the reference failed: {}", p.reference.string(), m.header.value("message", ""));
+    if (type == "output") {
+      output_key k{m.header["trial"], 0, m.header["index"]};
+      (m.header["subject"] == "oracle" ? oracle_out : ref_out)[k] = tensor_of(m);
+    }
+  }
+  if (truth.end != worker_end::done)
+    KFORGE_THROW(problem, "{}: the reference worker {} ({}){}", p.reference.string(), worker_end_name(truth.end),
+                 truth.detail, truth.output.empty() ? "" : ":\n" + truth.output.substr(0, 2000));
+  const auto outs = p.outputs();
+  for (std::size_t t = 0; t < trials.size(); ++t)
+    for (std::size_t k = 0; k < outs.size(); ++k) {
+      const std::string cname = trials[t]["case"];
+      if (static_cast<int>(t) >= static_cast<int>(p.cases.size())) break; // one per case is enough
+      ev.reference_errors.push_back({cname, outs[k]->name,
+                                     eval::measure_reference_error(*outs[k], oracle_out.at({t, 0, k}), ref_out.at({t, 0, k}))});
+    }
+
+  // 4. The candidate, alone in its worker; every output judged here.
+  auto verify = run_worker(exe,
+                           {{"role", "verify"}, {"problem", problem_path},
+                            {"libraries", {{"candidate", cand.library.string()}}}, {"trials", trials},
+                            {"canary_seed", rng()}},
+                           timeout);
+  ev.worker_output = verify.output;
+  std::map<output_key, eval::host_tensor> cand_out;
+  for (auto& m : verify.messages) {
+    const std::string type = m.header["type"];
+    if (type == "error") {
+      eval::check_result c{.name = m.header.value("reason", "load_failed"), .passed = false,
+                           .message = m.header.value("message", "")};
+      if (c.name == "load_failed") c.message = fmt::format("{}: {}", candidate_source.string(), c.message);
+      add_check(c);
+    } else if (type == "check") {
+      eval::check_result c{.name = m.header["name"], .trial = m.header.value("trial", -1),
+                           .run = m.header.value("run", 0), .passed = m.header.value("passed", false),
+                           .message = m.header.value("message", "")};
+      if (m.header.contains("detail")) c.detail = m.header["detail"];
+      if (c.trial >= 0 && c.trial < static_cast<int>(trials.size())) c.case_name = trials[c.trial]["case"];
+      add_check(c);
+    } else if (type == "output") {
+      cand_out[{m.header["trial"], m.header["run"], m.header["index"]}] = tensor_of(m);
+    }
+  }
+  if (auto f = process_failure(verify, "a verification call", ev.trials)) add_check(*f);
+
+  for (std::size_t t = 0; t < trials.size(); ++t)
+    for (std::size_t k = 0; k < outs.size(); ++k)
+      for (int run = 0; run < 2; ++run) {
+        auto it = cand_out.find({t, run, k});
+        if (it == cand_out.end()) continue; // the worker ended first: already a failed check
+        const std::size_t want = static_cast<std::size_t>(outs[k]->numel()) * dtype_size(outs[k]->dtype);
+        if (it->second.bytes.size() != want) {
+          add_check({.name = "protocol_error", .passed = false,
+                     .message = fmt::format("output '{}' arrived with {} bytes, expected {}", outs[k]->name,
+                                            it->second.bytes.size(), want)});
+          continue;
+        }
+        for (auto& c : eval::compare_output(*outs[k], p.tolerance, it->second, oracle_out.at({t, 0, k}),
+                                            ref_out.at({t, 0, k}))) {
+          c.case_name = trials[t]["case"];
+          c.trial = static_cast<int>(t);
+          c.run = run;
+          add_check(std::move(c));
+        }
+        if (run == 1 && p.tolerance.deterministic) {
+          auto first = cand_out.find({t, 0, k});
+          if (first != cand_out.end() && first->second.bytes.size() == it->second.bytes.size()) {
+            auto c = eval::compare_repeat(*outs[k], first->second, it->second);
+            c.case_name = trials[t]["case"];
+            c.trial = static_cast<int>(t);
+            c.run = 1;
+            add_check(std::move(c));
+          }
+        }
+      }
+
+  // The verdict: the highest-priority failing check; ties go to the earliest trial.
+  const eval::check_result* worst = nullptr;
+  for (auto& c : ev.checks)
+    if (!c.passed && (!worst || eval::check_priority(c.name) < eval::check_priority(worst->name))) worst = &c;
+  if (!worst && cand_out.empty()) {
+    add_check({.name = "exited_early", .passed = false, .message = "the verify worker returned no outputs"});
+    worst = &ev.checks.back();
+  }
+  if (worst) {
+    fail_with(*worst);
+    return ev;
+  }
+  ev.status = "passed";
+  ev.message = fmt::format("all {} checks passed on {} trials over {} input distributions", ev.checks.size(),
+                           trials.size(), p.cases.size());
+
+  // 5. Timing, only for a correct candidate.
+  if (!opts.time) return ev;
+  const double budget = opts.time_budget_s > 0 ? opts.time_budget_s : p.eval.time_budget_s;
+  auto timed = run_worker(exe,
+                          {{"role", "time"}, {"problem", problem_path},
+                           {"libraries", {{"candidate", cand.library.string()}, {"reference", ref.library.string()}}},
+                           {"timing",
+                            {{"budget_s", budget}, {"min_samples", p.eval.min_samples},
+                             {"max_samples", p.eval.max_samples}, {"target_rel_ci", p.eval.target_rel_ci},
+                             {"seed", rng()}}}},
+                          timeout + 4 * budget);
+  for (auto& m : timed.messages) {
+    if (m.header["type"] == "error") {
+      add_check({.name = m.header.value("reason", "load_failed"), .passed = false,
+                 .message = "during timing: " + m.header.value("message", "")});
+    } else if (m.header["type"] == "timing") {
+      const std::string subject = m.header["subject"];
+      const int rc = m.header.value("failed_rc", 0);
+      if (rc != 0) {
+        add_check({.name = "returned_error", .passed = false,
+                   .message = fmt::format("the {} returned {} during timing", subject, rc)});
+        continue;
+      }
+      auto samples = m.header["samples"].get<std::vector<double>>();
+      if (samples.empty()) continue;
+      auto s = eval::summarize(subject, samples, p.eval.target_rel_ci);
+      if (opts.observer.on_timing) opts.observer.on_timing(s);
+      ev.timings.push_back(s);
+    }
+  }
+  if (auto f = process_failure(timed, "timing", ev.trials)) add_check(*f);
+  for (auto& c : ev.checks)
+    if (!c.passed) {
+      fail_with(c);
+      ev.timings.clear();
+      break;
+    }
+  return ev;
+}
+
+nlohmann::json to_json(const evaluation& ev, const problem::problem& p) {
+  nlohmann::json j;
+  j["schema"] = "kforge.eval/1";
+  j["problem"] = p.name;
+  j["status"] = ev.status;
+  j["passed"] = ev.passed();
+  j["message"] = ev.message;
+  j["device"] = ev.device;
+  j["builds"] = nlohmann::json::array();
+  for (auto& b : ev.builds)
+    j["builds"].push_back({{"role", b.role}, {"ok", b.artifact.ok}, {"cached", b.artifact.cached},
+                           {"duration_s", b.artifact.duration_s}, {"cache_key", b.artifact.cache_key},
+                           {"compiler", b.artifact.compiler}, {"command", b.artifact.command},
+                           {"diagnostics", b.artifact.diagnostics}});
+  j["trials"] = ev.trials;
+  j["reference_error"] = nlohmann::json::array();
+  for (auto& r : ev.reference_errors)
+    j["reference_error"].push_back({{"case", r.case_name}, {"output", r.output}, {"max_abs", r.error.max_abs},
+                                    {"rel_l2", r.error.rel_l2}, {"max_abs_oracle", r.error.max_abs_oracle}});
+  j["checks"] = nlohmann::json::array();
+  int failed = 0;
+  for (auto& c : ev.checks) {
+    j["checks"].push_back(eval::to_json(c));
+    failed += !c.passed;
+  }
+  j["checks_failed"] = failed;
+  j["timing"] = nullptr;
+  if (!ev.timings.empty()) {
+    nlohmann::json t;
+    for (auto& s : ev.timings) t[s.subject] = eval::to_json(s);
+    if (auto sp = ev.speedup()) t["speedup"] = *sp;
+    if (auto* c = ev.timing("candidate")) {
+      if (p.work.flops > 0) t["candidate_gflops"] = p.work.flops / c->median_s * 1e-9;
+      if (p.work.min_bytes > 0) t["candidate_gbytes_per_s"] = p.work.min_bytes / c->median_s * 1e-9;
+    }
+    j["timing"] = t;
+  }
+  return j;
+}
+
+} // namespace kforge::worker

@@ -1,0 +1,77 @@
+#pragma once
+// One evaluation of one candidate, end to end: build the reference, the oracle and the
+// candidate; run the oracle worker (reference + float64 oracle, no candidate code); run
+// the verify worker (candidate only); judge every output here, in the parent; if it
+// passed, time candidate and reference interleaved in a third worker.
+//   worker::evaluate_options o;  o.observer.on_check = [&](auto& c) { db.put_check(...); };
+//   auto ev = worker::evaluate(problem, "my_kernel.cpp", o);
+//   ev.status == "passed" || ev.status == "tolerance" || ...   (see eval/result.hpp check_order)
+#include "build/compiler.hpp"
+#include "eval/compare.hpp"
+#include "eval/result.hpp"
+#include "problem/problem.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kforge::worker {
+
+struct role_build {
+  std::string role; // "reference", "oracle", "candidate"
+  build::artifact artifact;
+};
+
+/// Called as each piece completes, so a caller can record it before the next starts.
+struct evaluate_observer {
+  std::function<void(const role_build&)> on_build;
+  std::function<void(const eval::check_result&)> on_check;
+  std::function<void(const eval::timing_summary&)> on_timing;
+};
+
+struct evaluate_options {
+  std::filesystem::path worker_exe;       // empty: default_worker_exe()
+  std::optional<std::uint64_t> seed;      // fixes every trial's seed (reproduce a failure); else fresh randomness
+  int trials_per_case = 0;                // 0: the problem's [eval] trials_per_case
+  bool time = true;                       // time a passing candidate against the reference
+  double time_budget_s = 0;               // 0: the problem's [eval] time_budget_s
+  double timeout_s = 0;                   // 0: the problem's [eval] timeout_s
+  evaluate_observer observer;
+};
+
+struct case_reference_error {
+  std::string case_name;
+  std::string output;
+  eval::reference_error error;
+};
+
+struct evaluation {
+  std::string status = "passed"; // "passed", or the name of the first failing check (eval::check_order)
+  std::string message;           // one line a user can act on
+  std::vector<role_build> builds;
+  std::vector<eval::check_result> checks;
+  std::vector<eval::timing_summary> timings;
+  std::vector<case_reference_error> reference_errors; // the reference's own error, per case and output
+  std::vector<nlohmann::json> trials;                 // {"case", "seed", "trial"}
+  std::string device;
+  std::string worker_output;                          // what the candidate printed, truncated
+  [[nodiscard]] bool passed() const { return status == "passed"; }
+  [[nodiscard]] const eval::timing_summary* timing(const std::string& subject) const;
+  /// reference median / candidate median, when both were timed.
+  [[nodiscard]] std::optional<double> speedup() const;
+};
+
+/// @throws kforge::error (problem) when the problem itself is broken (reference does not
+/// build or crashes); every candidate failure is a value in the result.
+[[nodiscard]] evaluation evaluate(const problem::problem& p, const std::filesystem::path& candidate_source,
+                                  const evaluate_options& opts);
+
+/// The evaluation as `kforge eval --json` prints it (schema "kforge.eval/1", docs/json.md).
+[[nodiscard]] nlohmann::json to_json(const evaluation& ev, const problem::problem& p);
+
+} // namespace kforge::worker

@@ -1,0 +1,245 @@
+#include "worker/worker_process.hpp"
+
+#include "core/error.hpp"
+#include "device/backend.hpp"
+#include "eval/buffers.hpp"
+#include "eval/inputs.hpp"
+#include "eval/timer.hpp"
+#include "problem/problem.hpp"
+#include "worker/protocol.hpp"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <random>
+#include <tuple>
+#include <variant>
+
+namespace kforge::worker {
+namespace {
+
+using forward_fn = int (*)(const kf_args*);
+using workspace_fn = size_t (*)(const kf_args*);
+
+struct kernel_lib {
+  void* handle = nullptr;
+  forward_fn forward = nullptr;
+  workspace_fn workspace = nullptr;
+};
+
+// @return the loaded library, or the reason it could not be loaded.
+std::variant<kernel_lib, std::string> load_kernel(const std::string& path) {
+  kernel_lib k;
+  k.handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!k.handle) return std::string("dlopen failed: ") + ::dlerror();
+  k.forward = reinterpret_cast<forward_fn>(::dlsym(k.handle, "kf_forward"));
+  if (!k.forward)
+    return std::string("the shared object exports no kf_forward (declare it with KF_EXPORT, extern \"C\")");
+  k.workspace = reinterpret_cast<workspace_fn>(::dlsym(k.handle, "kf_workspace_bytes"));
+  return k;
+}
+
+struct trial {
+  std::string case_name;
+  std::uint64_t seed;
+  int index;
+};
+
+const problem::case_spec& find_case(const problem::problem& p, const std::string& name) {
+  for (auto& c : p.cases)
+    if (c.name == name) return c;
+  KFORGE_THROW(internal, "job names unknown case '{}'", name);
+}
+
+void send_outputs(channel_writer& ch, const std::vector<eval::host_tensor>& outs, const std::string& subject, int t,
+                  int run) {
+  for (std::size_t k = 0; k < outs.size(); ++k)
+    ch.send({{"type", "output"}, {"subject", subject}, {"trial", t}, {"run", run}, {"index", k},
+             {"dtype", static_cast<int>(outs[k].dtype)}},
+            outs[k].bytes.data(), outs[k].bytes.size());
+}
+
+std::size_t workspace_size(const kernel_lib& k, eval::tensor_set& ts) {
+  return k.workspace ? k.workspace(&ts.args()) : 0;
+}
+
+int run_oracle(channel_writer& ch, const problem::problem& p, const nlohmann::json& job, device::backend& dev) {
+  auto ref = load_kernel(job["libraries"]["reference"]);
+  auto orc = load_kernel(job["libraries"]["oracle"]);
+  for (auto* l : {&ref, &orc})
+    if (auto* e = std::get_if<std::string>(l)) {
+      ch.send({{"type", "error"}, {"reason", "load_failed"}, {"message", "reference: " + *e}});
+      return 0;
+    }
+  auto& r = std::get<kernel_lib>(ref);
+  auto& o = std::get<kernel_lib>(orc);
+  eval::tensor_set rs(dev, p, eval::precision::nominal, 1), os(dev, p, eval::precision::oracle, 2);
+  bool sized = false;
+  for (auto& tj : job["trials"]) {
+    trial t{tj["case"], tj["seed"], tj["trial"]};
+    const auto& c = find_case(p, t.case_name);
+    rs.upload_inputs(eval::make_inputs(p, c, t.seed, eval::precision::nominal));
+    os.upload_inputs(eval::make_inputs(p, c, t.seed, eval::precision::oracle));
+    if (!sized) {
+      rs.set_workspace(workspace_size(r, rs), 3);
+      os.set_workspace(workspace_size(o, os), 4);
+      sized = true;
+    }
+    for (auto [lib, ts, subject] : {std::tuple{&r, &rs, "reference"}, std::tuple{&o, &os, "oracle"}}) {
+      ts->poison(0);
+      ch.send({{"type", "progress"}, {"subject", subject}, {"trial", t.index}});
+      const int rc = lib->forward(&ts->args());
+      dev.synchronize();
+      if (rc != 0) {
+        ch.send({{"type", "error"}, {"reason", "returned_error"},
+                 {"message", fmt::format("the {} returned {} on case '{}'", subject, rc, t.case_name)}});
+        return 0;
+      }
+      send_outputs(ch, ts->download_outputs(), subject, t.index, 0);
+    }
+  }
+  return 0;
+}
+
+int run_verify(channel_writer& ch, const problem::problem& p, const nlohmann::json& job, device::backend& dev) {
+  std::mt19937_64 canary(job.value("canary_seed", std::uint64_t{1}));
+  auto cand = load_kernel(job["libraries"]["candidate"]);
+  if (auto* e = std::get_if<std::string>(&cand)) {
+    ch.send({{"type", "error"}, {"reason", "load_failed"}, {"message", *e}});
+    return 0;
+  }
+  auto& k = std::get<kernel_lib>(cand);
+  eval::tensor_set ts(dev, p, eval::precision::nominal, canary());
+  bool sized = false;
+  // Workspace poison differs between the two calls on the same inputs, so a candidate
+  // that reads workspace it never wrote computes two different answers.
+  constexpr std::uint8_t ws_poison[2] = {0xFF, 0x55};
+  for (auto& tj : job["trials"]) {
+    trial t{tj["case"], tj["seed"], tj["trial"]};
+    const auto inputs = eval::make_inputs(p, find_case(p, t.case_name), t.seed, eval::precision::nominal);
+    ts.upload_inputs(inputs);
+    if (!sized) {
+      ch.send({{"type", "progress"}, {"phase", "workspace"}, {"trial", t.index}});
+      ts.set_workspace(workspace_size(k, ts), canary());
+      sized = true;
+    }
+    for (int run = 0; run < 2; ++run) {
+      ts.poison(ws_poison[run]);
+      ch.send({{"type", "progress"}, {"phase", "call"}, {"trial", t.index}, {"run", run}});
+      const int rc = k.forward(&ts.args());
+      dev.synchronize();
+      if (rc != 0) {
+        ch.send({{"type", "check"}, {"name", "returned_error"}, {"trial", t.index}, {"run", run}, {"passed", false},
+                 {"message", fmt::format("kf_forward returned {}", rc)}});
+        return 0;
+      }
+      auto guards = ts.check_guards();
+      ch.send({{"type", "check"}, {"name", "guard"}, {"trial", t.index}, {"run", run}, {"passed", guards.empty()},
+               {"message", guards.empty() ? "" : "out-of-bounds write: " + guards.front()},
+               {"detail", {{"violations", guards}}}});
+      const auto after = ts.download_inputs();
+      std::vector<std::string> changed;
+      for (std::size_t i = 0; i < after.size(); ++i)
+        if (after[i].bytes != inputs[i].bytes) changed.push_back(p.inputs()[i]->name);
+      ch.send({{"type", "check"}, {"name", "inputs_modified"}, {"trial", t.index}, {"run", run},
+               {"passed", changed.empty()},
+               {"message", changed.empty() ? "" : fmt::format("the candidate changed input '{}'", changed.front())},
+               {"detail", {{"changed", changed}}}});
+      if (!changed.empty()) ts.upload_inputs(inputs); // the repeat must see identical inputs
+      send_outputs(ch, ts.download_outputs(), "candidate", t.index, run);
+    }
+  }
+  return 0;
+}
+
+int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json& job, device::backend& dev) {
+  const auto& tj = job["timing"];
+  eval::timing_config cfg;
+  cfg.budget_s = tj.value("budget_s", 2.0);
+  cfg.warmup = tj.value("warmup", 2);
+  cfg.min_samples = tj.value("min_samples", 10);
+  cfg.max_samples = tj.value("max_samples", 1000);
+  cfg.target_rel_ci = tj.value("target_rel_ci", 0.01);
+  const int rotations = tj.value("rotations", 3);
+  std::mt19937_64 rng(tj.value("seed", std::uint64_t{7}));
+
+  struct subject_state {
+    std::string name;
+    kernel_lib lib;
+    std::vector<std::unique_ptr<eval::tensor_set>> sets;
+  };
+  std::vector<subject_state> subjects;
+  for (const char* name : {"candidate", "reference"}) {
+    auto l = load_kernel(job["libraries"][name]);
+    if (auto* e = std::get_if<std::string>(&l)) {
+      ch.send({{"type", "error"}, {"reason", "load_failed"}, {"message", fmt::format("{}: {}", name, *e)}});
+      return 0;
+    }
+    subjects.push_back({name, std::get<kernel_lib>(l), {}});
+  }
+  // Fresh inputs per rotation, the same values for both subjects: a ratio of like with like.
+  std::vector<std::vector<eval::host_tensor>> inputs;
+  for (int r = 0; r < rotations; ++r)
+    inputs.push_back(eval::make_inputs(p, p.cases[r % p.cases.size()], rng(), eval::precision::nominal));
+  for (auto& s : subjects)
+    for (int r = 0; r < rotations; ++r) {
+      auto ts = std::make_unique<eval::tensor_set>(dev, p, eval::precision::nominal, rng());
+      ts->upload_inputs(inputs[r]);
+      ts->set_workspace(workspace_size(s.lib, *ts), rng());
+      s.sets.push_back(std::move(ts));
+    }
+  std::vector<eval::timing_subject> ts;
+  for (auto& s : subjects)
+    ts.push_back({s.name, [&s](int r) { return s.lib.forward(&s.sets[r]->args()); },
+                  [&s](int r) { s.sets[r]->poison(0xFF); }, rotations});
+  ch.send({{"type", "progress"}, {"phase", "timing"}});
+  for (auto& r : eval::time_interleaved(dev, ts, cfg))
+    ch.send({{"type", "timing"}, {"subject", r.subject}, {"samples", r.samples}, {"failed_rc", r.failed_rc}});
+  return 0;
+}
+
+} // namespace
+
+int worker_process_main() {
+  // Nothing outside this process may read its memory or ptrace it (where the kernel enforces it).
+  ::prctl(PR_SET_DUMPABLE, 0);
+  std::string text{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
+  int devnull = ::open("/dev/null", O_RDONLY);
+  if (devnull >= 0) ::dup2(devnull, 0);
+  auto job = nlohmann::json::parse(text, nullptr, false);
+  if (job.is_discarded() || !job.contains("nonce")) {
+    std::cerr << "kforge-worker: expected a JSON job on stdin (this program is started by kforge)\n";
+    return 2;
+  }
+  auto n = nonce_from_hex(job["nonce"]);
+  if (!n) return 2;
+  channel_writer ch(result_fd, *n);
+  ::fcntl(result_fd, F_SETFD, FD_CLOEXEC); // programs the candidate starts do not inherit the channel
+  try {
+    ch.send({{"type", "hello"}, {"pid", ::getpid()}});
+    const auto p = problem::load(job["problem"].get<std::string>());
+    auto dev = device::make_backend(p.backend);
+    const std::string role = job["role"];
+    int rc = 0;
+    if (role == "oracle") rc = run_oracle(ch, p, job, *dev);
+    else if (role == "verify") rc = run_verify(ch, p, job, *dev);
+    else if (role == "time") rc = run_time(ch, p, job, *dev);
+    else KFORGE_THROW(internal, "unknown worker role '{}'", role);
+    ch.send({{"type", "done"}});
+    return rc;
+  } catch (const std::exception& e) {
+    try {
+      ch.send({{"type", "error"}, {"reason", "worker_error"}, {"message", e.what()}});
+      ch.send({{"type", "done"}});
+    } catch (...) {
+    }
+    return 1;
+  }
+}
+
+} // namespace kforge::worker

@@ -1,0 +1,187 @@
+// End to end through the kforge binary: problem in, verdict out, everything in SQLite.
+#include "core/subprocess.hpp"
+#include "store/store.hpp"
+#include "test_util.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+using namespace kforge;
+
+namespace {
+
+struct cli_result {
+  int code;
+  std::string out;
+};
+
+cli_result kforge_run(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {test::kforge_binary().string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto r = run_command(argv, 300);
+  return {r.signaled ? 128 + r.signal : r.exit_code, r.output};
+}
+
+nlohmann::json json_of(const std::string& out) {
+  auto start = out.find('{');
+  auto j = nlohmann::json::parse(start == std::string::npos ? "" : out.substr(start), nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << out;
+  return j;
+}
+
+std::string problem(const std::string& name) { return (test::problems_dir() / name).string(); }
+
+} // namespace
+
+TEST(cli, help_on_every_command) {
+  for (auto cmd : {"check", "eval", "show"}) {
+    auto r = kforge_run({cmd, "--help"});
+    EXPECT_EQ(r.code, 0) << cmd;
+    EXPECT_NE(r.out.find("--json"), std::string::npos) << cmd;
+  }
+  EXPECT_EQ(kforge_run({"--help"}).code, 0);
+  EXPECT_EQ(kforge_run({}).code, 2);
+}
+
+TEST(cli, eval_seed_passes_is_timed_and_recorded) {
+  test::temp_dir d;
+  const auto db = (d / "k.db").string();
+  auto r = kforge_run({"--db", db, "eval", problem("gelu"), problem("gelu") + "/seed.cpp", "--json", "--time-budget",
+                       "0.3", "--trials", "1"});
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = json_of(r.out);
+  EXPECT_EQ(j["schema"], "kforge.eval/1");
+  EXPECT_EQ(j["status"], "passed");
+  EXPECT_EQ(j["checks_failed"], 0);
+  ASSERT_TRUE(j["timing"].is_object());
+  EXPECT_GT(j["timing"]["candidate"]["median_s"].get<double>(), 0);
+  EXPECT_GT(j["timing"]["reference"]["median_s"].get<double>(), 0);
+  EXPECT_GT(j["timing"]["speedup"].get<double>(), 0);
+  EXPECT_EQ(j["builds"].size(), 3u);
+
+  store::store s(db);
+  auto ev = s.get_evaluation(j["evaluation_id"].get<int64_t>());
+  ASSERT_TRUE(ev.has_value());
+  EXPECT_EQ(ev->status, "passed");
+  EXPECT_FALSE(ev->finished_at.empty());
+  EXPECT_GT(ev->checks.size(), 10u);
+  EXPECT_EQ(ev->timings.size(), 2u);
+  auto cand = s.get_candidate(ev->candidate_id);
+  ASSERT_TRUE(cand.has_value());
+  EXPECT_EQ(cand->origin, "file");
+  EXPECT_NE(cand->source.find("kf_forward"), std::string::npos);
+  EXPECT_EQ(s.builds_of(ev->candidate_id).size(), 3u);
+
+  auto human = kforge_run({"--db", db, "show"});
+  EXPECT_EQ(human.code, 0);
+  EXPECT_NE(human.out.find("gelu"), std::string::npos);
+  EXPECT_NE(human.out.find("passed"), std::string::npos);
+  auto one = kforge_run({"--db", db, "show", std::to_string(ev->id), "--json"});
+  EXPECT_EQ(json_of(one.out)["status"], "passed");
+}
+
+TEST(cli, human_output_names_the_failure) {
+  test::temp_dir d;
+  test::write(d / "zeros.cpp", R"(#include <kforge/kernel.h>
+KF_EXPORT int kf_forward(const kf_args* a) {
+  float* y = (float*)a->outputs[0].data;
+  for (long i = 0; i < a->outputs[0].shape[0] * a->outputs[0].shape[1]; ++i) y[i] = 0.0f;
+  return 0;
+})");
+  auto r = kforge_run({"--db", (d / "k.db").string(), "eval", problem("softmax"), (d / "zeros.cpp").string(),
+                       "--trials", "1"});
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("FAILED  tolerance"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("worst element y["), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("expected"), std::string::npos) << r.out;
+}
+
+TEST(cli, compile_error_is_build_failed_with_the_compiler_line) {
+  test::temp_dir d;
+  test::write(d / "bad.cpp", "#include <kforge/kernel.h>\nKF_EXPORT int kf_forward(const kf_args* a) { return nope; }\n");
+  auto r = kforge_run({"--db", (d / "k.db").string(), "eval", problem("gelu"), (d / "bad.cpp").string(), "--json"});
+  EXPECT_EQ(r.code, 1);
+  auto j = json_of(r.out);
+  EXPECT_EQ(j["status"], "build_failed");
+  EXPECT_NE(j["message"].get<std::string>().find("nope"), std::string::npos);
+}
+
+TEST(cli, bad_inputs_are_clear_errors_with_exit_2) {
+  test::temp_dir d;
+  auto missing = kforge_run({"--db", (d / "k.db").string(), "eval", problem("gelu"), (d / "none.cpp").string()});
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.out.find("none.cpp"), std::string::npos);
+
+  std::filesystem::create_directories(d / "p");
+  test::write(d / "p" / "problem.toml", "name = \"x\"\nbackend = \"cpu\"\n[[inputs]\nname = 3\n");
+  auto bad = kforge_run({"--db", (d / "k.db").string(), "check", (d / "p").string()});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("problem.toml"), std::string::npos) << bad.out;
+
+  auto nodir = kforge_run({"--db", (d / "k.db").string(), "check", (d / "nowhere").string()});
+  EXPECT_EQ(nodir.code, 2);
+  EXPECT_NE(nodir.out.find("nowhere"), std::string::npos);
+
+  auto noshow = kforge_run({"--db", (d / "absent.db").string(), "show"});
+  EXPECT_EQ(noshow.code, 2);
+}
+
+TEST(cli, check_passes_on_every_shipped_cpu_problem) {
+  test::temp_dir d;
+  for (auto name : {"gelu", "softmax", "layernorm"}) {
+    auto r = kforge_run({"--db", (d / "k.db").string(), "check", problem(name), "--json"});
+    EXPECT_EQ(r.code, 0) << name << ": " << r.out;
+    auto j = json_of(r.out);
+    EXPECT_EQ(j["schema"], "kforge.check/1");
+    EXPECT_TRUE(j["ok"].get<bool>()) << name;
+    EXPECT_EQ(j["reference"]["status"], "passed") << name;
+    EXPECT_EQ(j["seed"]["status"], "passed") << name;
+  }
+}
+
+TEST(cli, a_killed_run_keeps_what_it_finished) {
+  test::temp_dir d;
+  const auto db = (d / "k.db").string();
+  auto first = kforge_run({"--db", db, "eval", problem("gelu"), problem("gelu") + "/seed.cpp", "--no-time", "--json",
+                           "--trials", "1"});
+  ASSERT_EQ(first.code, 0) << first.out;
+  const auto first_id = json_of(first.out)["evaluation_id"].get<int64_t>();
+
+  test::write(d / "hang.cpp", "#include <kforge/kernel.h>\nKF_EXPORT int kf_forward(const kf_args*) { for (volatile int i = 0;; i = i) {} }\n");
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    std::string bin = test::kforge_binary().string(), p = problem("gelu"), c = (d / "hang.cpp").string();
+    ::execl(bin.c_str(), bin.c_str(), "--db", db.c_str(), "eval", p.c_str(), c.c_str(), "--timeout", "600",
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  // Wait until the hanging evaluation has been opened, then kill kforge outright.
+  bool running = false;
+  for (int i = 0; i < 600 && !running; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    store::store s(db);
+    for (auto& e : s.list_evaluations())
+      if (e.id != first_id && e.status == "running" && !s.get_evaluation(e.id)->checks.empty()) running = true;
+    if (!running)
+      for (auto& e : s.list_evaluations())
+        if (e.id != first_id && !s.builds_of(e.candidate_id).empty()) running = true;
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  ASSERT_TRUE(running);
+
+  store::store s(db);
+  auto ev = s.get_evaluation(first_id);
+  ASSERT_TRUE(ev.has_value());
+  EXPECT_EQ(ev->status, "passed");
+  EXPECT_GT(ev->checks.size(), 5u);
+  auto rows = s.list_evaluations();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].status, "running"); // interrupted, visible, nothing before it lost
+}

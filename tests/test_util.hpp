@@ -1,0 +1,33 @@
+#pragma once
+// Shared by the test executables: temporary folders, files, and the built binaries.
+#include "core/fs.hpp"
+
+#include <filesystem>
+#include <random>
+#include <string>
+
+namespace kforge::test {
+
+/// A fresh folder under the system temp dir, removed when the object dies.
+struct temp_dir {
+  std::filesystem::path path;
+  temp_dir() {
+    path = std::filesystem::temp_directory_path() /
+           ("kforge-test-" + std::to_string(std::random_device{}()) + std::to_string(std::random_device{}()));
+    std::filesystem::create_directories(path);
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  [[nodiscard]] std::filesystem::path operator/(const std::string& s) const { return path / s; }
+};
+
+inline void write(const std::filesystem::path& p, const std::string& text) { write_file_atomic(p, text); }
+
+inline std::filesystem::path source_dir() { return KFORGE_SOURCE_DIR; }
+inline std::filesystem::path problems_dir() { return source_dir() / "problems" / "cpu"; }
+inline std::filesystem::path worker_binary() { return KFORGE_WORKER_BINARY; }
+inline std::filesystem::path kforge_binary() { return KFORGE_BINARY; }
+
+} // namespace kforge::test

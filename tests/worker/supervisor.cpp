@@ -1,0 +1,106 @@
+// How a worker can end, each forced by a stand-in worker script: the parent must
+// classify every one and carry on.
+#include "test_util.hpp"
+#include "worker/protocol.hpp"
+#include "worker/supervisor.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+using namespace kforge;
+
+namespace {
+std::filesystem::path script(const test::temp_dir& d, const std::string& name, const std::string& body) {
+  auto p = d / name;
+  test::write(p, "#!/bin/sh\ncat >/dev/null\n" + body + "\n");
+  ::chmod(p.c_str(), 0755);
+  return p;
+}
+} // namespace
+
+TEST(protocol, frames_round_trip_across_arbitrary_chunking) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  auto n = worker::make_nonce();
+  worker::channel_writer w(fds[1], n);
+  std::vector<std::uint8_t> payload(1000);
+  for (std::size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<std::uint8_t>(i);
+  w.send({{"type", "output"}, {"k", 1}}, payload.data(), payload.size());
+  w.send({{"type", "done"}});
+  ::close(fds[1]);
+  std::string all;
+  char buf[4096];
+  ssize_t r;
+  while ((r = ::read(fds[0], buf, sizeof buf)) > 0) all.append(buf, r);
+  ::close(fds[0]);
+  worker::channel_reader rd(n);
+  std::vector<worker::message> got;
+  for (std::size_t i = 0; i < all.size(); i += 7) { // feed in 7-byte pieces
+    rd.feed(all.data() + i, std::min<std::size_t>(7, all.size() - i));
+    while (auto m = rd.next()) got.push_back(*m);
+  }
+  ASSERT_TRUE(rd.error().empty()) << rd.error();
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].header["k"], 1);
+  EXPECT_EQ(got[0].payload, payload);
+  EXPECT_EQ(got[1].header["type"], "done");
+}
+
+TEST(protocol, a_frame_with_the_wrong_nonce_is_forged) {
+  auto a = worker::make_nonce(), b = worker::make_nonce();
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  worker::channel_writer(fds[1], a).send({{"type", "done"}});
+  ::close(fds[1]);
+  char buf[256];
+  ssize_t r = ::read(fds[0], buf, sizeof buf);
+  ::close(fds[0]);
+  worker::channel_reader rd(b);
+  rd.feed(buf, r);
+  EXPECT_FALSE(rd.next().has_value());
+  EXPECT_NE(rd.error().find("nonce"), std::string::npos);
+}
+
+TEST(supervisor, exit_zero_without_result_is_exited_early) {
+  test::temp_dir d;
+  auto o = worker::run_worker(script(d, "w", "echo PASS; echo '{\"status\":\"passed\"}'; exit 0"), {}, 10);
+  EXPECT_EQ(o.end, worker::worker_end::exited_early);
+  EXPECT_EQ(o.exit_code, 0);
+  EXPECT_NE(o.output.find("PASS"), std::string::npos); // captured, never trusted
+}
+
+TEST(supervisor, a_signal_is_a_crash_with_its_name) {
+  test::temp_dir d;
+  auto o = worker::run_worker(script(d, "w", "kill -SEGV $$"), {}, 10);
+  EXPECT_EQ(o.end, worker::worker_end::crashed);
+  EXPECT_EQ(o.signal, 11);
+  EXPECT_NE(o.detail.find("SIGSEGV"), std::string::npos);
+  auto a = worker::run_worker(script(d, "a", "kill -ABRT $$"), {}, 10);
+  EXPECT_EQ(a.end, worker::worker_end::crashed);
+  EXPECT_NE(a.detail.find("SIGABRT"), std::string::npos);
+}
+
+TEST(supervisor, a_hang_is_killed_by_the_watchdog_with_its_children) {
+  test::temp_dir d;
+  auto o = worker::run_worker(script(d, "w", "sleep 100 & sleep 100"), {}, 0.5);
+  EXPECT_EQ(o.end, worker::worker_end::timeout);
+  EXPECT_LT(o.wall_s, 5.0);
+}
+
+TEST(supervisor, junk_on_the_result_channel_is_a_protocol_error) {
+  test::temp_dir d;
+  auto o = worker::run_worker(script(d, "w", "printf 'KFW1 {\"type\":\"done\"}' >&3; exit 0"), {}, 10);
+  EXPECT_EQ(o.end, worker::worker_end::protocol_error);
+}
+
+TEST(supervisor, a_child_holding_the_pipes_does_not_hang_the_parent) {
+  test::temp_dir d;
+  auto o = worker::run_worker(script(d, "w", "(sleep 100 &) ; exit 3"), {}, 30);
+  EXPECT_EQ(o.end, worker::worker_end::exited_early);
+  EXPECT_EQ(o.exit_code, 3);
+  EXPECT_LT(o.wall_s, 10.0);
+}
+
+TEST(supervisor, missing_executable_is_a_clear_error) {
+  EXPECT_THROW((void)worker::run_worker("/nonexistent/kforge-worker", {}, 1), std::exception);
+}
