@@ -87,7 +87,10 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   const auto exe = opts.worker_exe.empty() ? default_worker_exe() : opts.worker_exe;
   const double timeout = opts.timeout_s > 0 ? opts.timeout_s : p.eval.timeout_s;
   const int trials_per_case = opts.trials_per_case > 0 ? opts.trials_per_case : p.eval.trials_per_case;
-  ev.device = device::make_backend(p.backend)->description();
+  {
+    auto dev = device::make_backend(p.backend);
+    ev.device = dev->name() + ": " + dev->description();
+  }
 
   auto add_build = [&](const std::string& role, const std::filesystem::path& src, kf_dtype real) {
     role_build b{role, build::compile_host({.source = src, .real = real, .role = role})};
@@ -100,6 +103,7 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
     ev.checks.push_back(std::move(c));
   };
   auto fail_with = [&](const eval::check_result& c) {
+    ev.failure = c;
     ev.status = c.name;
     ev.message = with_place(c);
   };
@@ -285,6 +289,7 @@ nlohmann::json to_json(const evaluation& ev, const problem::problem& p) {
   j["status"] = ev.status;
   j["passed"] = ev.passed();
   j["message"] = ev.message;
+  j["failure"] = ev.failure ? eval::to_json(*ev.failure) : nlohmann::json();
   j["device"] = ev.device;
   j["builds"] = nlohmann::json::array();
   for (auto& b : ev.builds)

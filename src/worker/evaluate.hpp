@@ -53,6 +53,7 @@ struct case_reference_error {
 struct evaluation {
   std::string status = "passed"; // "passed", or the name of the first failing check (eval::check_order)
   std::string message;           // one line a user can act on
+  std::optional<eval::check_result> failure; // the check that decided the status, when failed
   std::vector<role_build> builds;
   std::vector<eval::check_result> checks;
   std::vector<eval::timing_summary> timings;

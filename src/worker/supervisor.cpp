@@ -174,10 +174,13 @@ worker_outcome run_worker(const std::filesystem::path& exe, nlohmann::json job, 
     out.detail = fmt::format("{} (signal {})", sigabbrev_np(out.signal) ? std::string("SIG") + sigabbrev_np(out.signal)
                                                                          : std::string("signal"),
                              out.signal);
+  } else if (reader.partial()) {
+    // Our writer only ever writes whole frames before it exits: a fragment is someone else's.
+    out.end = worker_end::protocol_error;
+    out.detail = fmt::format("an incomplete frame on the result channel, then exit code {}", out.exit_code);
   } else {
     out.end = worker_end::exited_early;
-    out.detail = reader.partial() ? fmt::format("exit code {} in the middle of a frame", out.exit_code)
-                                  : fmt::format("exit code {} before reporting a result", out.exit_code);
+    out.detail = fmt::format("exit code {} before reporting a result", out.exit_code);
   }
   return out;
 }
