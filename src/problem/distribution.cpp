@@ -48,18 +48,19 @@ bool is_ident_char(char c) {
 }
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
+  // Optimal string alignment: insertions, deletions, substitutions and adjacent swaps.
+  const std::size_t w = b.size() + 1;
+  std::vector<std::size_t> d((a.size() + 1) * w);
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i * w] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i)
     for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
+      std::size_t v = std::min({d[(i - 1) * w + j] + 1, d[i * w + j - 1] + 1,
+                                d[(i - 1) * w + j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) v = std::min(v, d[(i - 2) * w + j - 2] + 1);
+      d[i * w + j] = v;
     }
-  }
-  return row[b.size()];
+  return d[a.size() * w + b.size()];
 }
 
 [[noreturn]] void bad_syntax(std::string_view spec, std::string_view why) {
@@ -116,6 +117,16 @@ void check_params(const kind_info& k, double a, double b) {
 // element can be generated on its own, in any order, in any process.
 
 constexpr std::uint64_t k_golden = 0x9E3779B97F4A7C15ull;
+
+// High 64 bits of the 128-bit product a * b.
+constexpr std::uint64_t mul_hi(std::uint64_t a, std::uint64_t b) {
+  const std::uint64_t a_lo = a & 0xFFFFFFFFu, a_hi = a >> 32, b_lo = b & 0xFFFFFFFFu, b_hi = b >> 32;
+  const std::uint64_t lo_lo = a_lo * b_lo, hi_lo = a_hi * b_lo, lo_hi = a_lo * b_hi, hi_hi = a_hi * b_hi;
+  const std::uint64_t mid = (lo_lo >> 32) + (hi_lo & 0xFFFFFFFFu) + lo_hi;
+  return hi_hi + (hi_lo >> 32) + (mid >> 32);
+}
+static_assert(mul_hi(~0ull, ~0ull) == ~0ull - 1);
+static_assert(mul_hi(1ull << 63, 4) == 2);
 
 constexpr std::uint64_t mix64(std::uint64_t z) { // splitmix64's finaliser
   z ^= z >> 30;
@@ -234,7 +245,7 @@ void draw(const distribution& d, std::uint64_t seed, std::uint64_t stream, doubl
     const auto lo = static_cast<std::int64_t>(d.a);
     const auto count = static_cast<std::uint64_t>(static_cast<std::int64_t>(d.b) - lo) + 1;
     for (std::size_t i = 0; i < n; ++i) {
-      const auto pick = static_cast<std::uint64_t>((static_cast<unsigned __int128>(key.bits(i, 0)) * count) >> 64);
+      const std::uint64_t pick = mul_hi(key.bits(i, 0), count); // uniform in [0, count)
       out[i] = static_cast<double>(lo + static_cast<std::int64_t>(pick));
     }
     break;

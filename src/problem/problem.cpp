@@ -50,18 +50,19 @@ namespace fs = std::filesystem;
 using keys = std::initializer_list<std::string_view>;
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
+  // Optimal string alignment: insertions, deletions, substitutions and adjacent swaps.
+  const std::size_t w = b.size() + 1;
+  std::vector<std::size_t> d((a.size() + 1) * w);
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i * w] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i)
     for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
+      std::size_t v = std::min({d[(i - 1) * w + j] + 1, d[i * w + j - 1] + 1,
+                                d[(i - 1) * w + j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) v = std::min(v, d[(i - 2) * w + j - 2] + 1);
+      d[i * w + j] = v;
     }
-  }
-  return row[b.size()];
+  return d[a.size() * w + b.size()];
 }
 
 /// @return the candidate closest to `word` within edit distance 2, or "" when none is.
@@ -309,16 +310,12 @@ public:
         const toml::table& ct = *arr->get(ci)->as_table();
         const std::string prefix = fmt::format("cases[{}]", ci);
         case_spec c;
-        c.name = *get_string(ct, prefix, "name", true);
-        if (c.name.empty()) fail(*ct.get("name"), sub(prefix, "name"), "must not be empty");
-        for (std::size_t j = 0; j < cases.size(); ++j)
-          if (cases[j].name == c.name)
-            fail(*ct.get("name"), sub(prefix, "name"),
-                 fmt::format("duplicate case name '{}' (also cases[{}])", c.name, j));
         for (auto&& [k, v] : ct) {
           if (k.str() == "name") continue;
           const std::string key = sub(prefix, k.str());
-          const auto it = std::find_if(tensors.begin(), tensors.end(), [&](const tensor_spec& t) { return t.name == k.str(); });
+          const std::string_view kname = k.str();
+          const auto it =
+              std::find_if(tensors.begin(), tensors.end(), [&](const tensor_spec& t) { return t.name == kname; });
           if (it == tensors.end()) {
             const std::string best = closest(k.str(), candidates);
             fail(&k.source(), key,
@@ -339,6 +336,13 @@ public:
           check_fits(d, *it, v, key);
           c.inputs.emplace(it->name, std::move(d));
         }
+        // The name last, so that a misspelt 'name' is reported as the unknown key it is.
+        c.name = *get_string(ct, prefix, "name", true);
+        if (c.name.empty()) fail(*ct.get("name"), sub(prefix, "name"), "must not be empty");
+        for (std::size_t j = 0; j < cases.size(); ++j)
+          if (cases[j].name == c.name)
+            fail(*ct.get("name"), sub(prefix, "name"),
+                 fmt::format("duplicate case name '{}' (also cases[{}])", c.name, j));
         cases.push_back(std::move(c));
       }
     } else {

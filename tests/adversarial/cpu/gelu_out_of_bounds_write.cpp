@@ -1,0 +1,21 @@
+// kforge-adversarial: problem=gelu expect=guard
+// Cheat/failure: a correct gelu whose loop runs i <= n, so it also writes one element past the end of the output.
+#include <kforge/kernel.h>
+
+#include <cmath>
+#include <cstdint>
+
+KF_EXPORT int kf_forward(const kf_args* a) {
+  if (a->num_inputs != 1 || a->num_outputs != 1) return 1;
+  const kf_tensor& xt = a->inputs[0];
+  if (xt.dtype != KF_F32 || a->outputs[0].dtype != KF_F32) return 2;
+  int64_t n = 1;
+  for (int d = 0; d < xt.ndim; ++d) n *= xt.shape[d];
+  const float* x = static_cast<const float*>(xt.data);
+  float* y = static_cast<float*>(a->outputs[0].data);
+  for (int64_t i = 0; i <= n; ++i) {
+    const float v = i < n ? x[i] : 0.0f; // reads stay in bounds; only the write of y[n] escapes
+    y[i] = 0.5f * v * (1.0f + std::tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
+  }
+  return 0;
+}

@@ -1,0 +1,25 @@
+// kforge-adversarial: problem=softmax expect=nonfinite case=large_logits
+// Cheat/failure: softmax without subtracting the row max: exp(x) overflows float to inf for x > 88.7 and inf / inf gives NaN on large logits.
+#include <kforge/kernel.h>
+
+#include <cmath>
+#include <cstdint>
+
+KF_EXPORT int kf_forward(const kf_args* a) {
+  if (a->num_inputs != 1 || a->num_outputs != 1) return 1;
+  const kf_tensor& xt = a->inputs[0];
+  if (xt.dtype != KF_F32 || a->outputs[0].dtype != KF_F32 || xt.ndim < 1) return 2;
+  const int64_t cols = xt.shape[xt.ndim - 1];
+  int64_t rows = 1;
+  for (int d = 0; d < xt.ndim - 1; ++d) rows *= xt.shape[d];
+  const float* x = static_cast<const float*>(xt.data);
+  float* y = static_cast<float*>(a->outputs[0].data);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * cols;
+    float* yr = y + r * cols;
+    float sum = 0.0f;
+    for (int64_t j = 0; j < cols; ++j) sum += (yr[j] = std::exp(xr[j]));
+    for (int64_t j = 0; j < cols; ++j) yr[j] /= sum;
+  }
+  return 0;
+}

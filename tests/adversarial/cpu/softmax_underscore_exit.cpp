@@ -1,0 +1,28 @@
+// kforge-adversarial: problem=softmax expect=exited_early
+// Cheat/failure: computes softmax correctly, then calls _exit(0), skipping every atexit handler and buffer flush.
+#include <kforge/kernel.h>
+
+#include <cmath>
+#include <cstdint>
+#include <unistd.h>
+
+KF_EXPORT int kf_forward(const kf_args* a) {
+  if (a->num_inputs != 1 || a->num_outputs != 1) return 1;
+  const kf_tensor& xt = a->inputs[0];
+  if (xt.dtype != KF_F32 || a->outputs[0].dtype != KF_F32 || xt.ndim < 1) return 2;
+  const int64_t cols = xt.shape[xt.ndim - 1];
+  int64_t rows = 1;
+  for (int d = 0; d < xt.ndim - 1; ++d) rows *= xt.shape[d];
+  const float* x = static_cast<const float*>(xt.data);
+  float* y = static_cast<float*>(a->outputs[0].data);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * cols;
+    float* yr = y + r * cols;
+    float m = xr[0];
+    for (int64_t j = 1; j < cols; ++j) m = xr[j] > m ? xr[j] : m;
+    float sum = 0.0f;
+    for (int64_t j = 0; j < cols; ++j) sum += (yr[j] = std::exp(xr[j] - m));
+    for (int64_t j = 0; j < cols; ++j) yr[j] /= sum;
+  }
+  ::_exit(0);
+}
