@@ -11,9 +11,15 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 
 namespace kforge::device {
+
+struct memory_region {
+  const void* data;
+  std::size_t bytes;
+};
 
 class backend {
 public:
@@ -35,8 +41,10 @@ public:
   [[nodiscard]] virtual void* stream() = 0;
   /// Waits for all work on the device. @throws kforge::error on a device fault.
   virtual void synchronize() = 0;
-  /// Evicts the caches a cold sample must not find warm (LLC on the CPU, L2 on a GPU).
-  virtual void flush_caches() = 0;
+  /// Makes the next call cold: evicts what it will touch from the caches. The CPU
+  /// backend evicts exactly `touched` line by line from every level; a GPU backend
+  /// scrubs its whole L2, whatever `touched` says.
+  virtual void flush_caches(std::span<const memory_region> touched) = 0;
   /// Runs fn once and returns its duration in seconds on this backend's clock, after
   /// the work it enqueued is complete. *rc receives fn's return value.
   [[nodiscard]] virtual double time_call(const std::function<int()>& fn, int* rc) = 0;

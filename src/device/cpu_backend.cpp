@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <map>
 
 #include <immintrin.h>
 
@@ -35,25 +34,21 @@ public:
   void* allocate(std::size_t bytes) override {
     void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
     if (!p) KFORGE_THROW(worker, "cpu backend: out of memory allocating {} bytes", bytes);
-    m_live[p] = bytes;
     return p;
   }
-  void release(void* p) noexcept override {
-    m_live.erase(p);
-    std::free(p);
-  }
+  void release(void* p) noexcept override { std::free(p); }
   void upload(void* dst, const void* src, std::size_t n) override { std::memcpy(dst, src, n); }
   void download(void* dst, const void* src, std::size_t n) override { std::memcpy(dst, src, n); }
   void fill(void* dst, std::uint8_t byte, std::size_t n) override { std::memset(dst, byte, n); }
   void* stream() override { return nullptr; }
   void synchronize() override {}
 
-  void flush_caches() override {
-    // Evict exactly what a call can touch: every buffer the harness allocated, line by
-    // line, from every cache level. Cheaper and more exact than sweeping a buffer larger
-    // than the LLC (which on a big server part is hundreds of MB per sample).
-    for (auto& [p, n] : m_live)
-      for (std::size_t off = 0; off < n; off += 64) _mm_clflush(static_cast<const char*>(p) + off);
+  void flush_caches(std::span<const memory_region> touched) override {
+    // Evict exactly what the call can touch, line by line, from every cache level:
+    // cheaper and more exact than sweeping a buffer larger than the LLC (which on a
+    // big server part is hundreds of MB per sample).
+    for (auto& r : touched)
+      for (std::size_t off = 0; off < r.bytes; off += 64) _mm_clflush(static_cast<const char*>(r.data) + off);
     _mm_mfence();
   }
 
@@ -63,9 +58,6 @@ public:
     const auto t1 = std::chrono::steady_clock::now();
     return std::chrono::duration<double>(t1 - t0).count();
   }
-
-private:
-  std::map<void*, std::size_t> m_live; // allocation -> bytes
 };
 
 } // namespace

@@ -105,6 +105,14 @@ std::vector<host_tensor> download_all(device::backend& dev, const std::vector<st
 std::vector<host_tensor> tensor_set::download_outputs() const { return download_all(m_dev, m_out, m_out_t); }
 std::vector<host_tensor> tensor_set::download_inputs() const { return download_all(m_dev, m_in, m_in_t); }
 
+std::vector<device::memory_region> tensor_set::regions() const {
+  std::vector<device::memory_region> r;
+  for (auto* v : {&m_in, &m_out})
+    for (auto& b : *v) r.push_back({b->data(), b->bytes()});
+  if (m_ws) r.push_back({m_ws->data(), m_ws->bytes()});
+  return r;
+}
+
 std::vector<std::string> tensor_set::check_guards() const {
   std::vector<std::string> bad;
   for (std::size_t i = 0; i < m_in.size(); ++i)

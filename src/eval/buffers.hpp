@@ -65,6 +65,9 @@ public:
   /// @return one line per violated guard, naming the tensor ("output 'y': 4 bytes after the end").
   [[nodiscard]] std::vector<std::string> check_guards() const;
 
+  /// Every buffer a call may touch (inputs, outputs, workspace), for cache flushes.
+  [[nodiscard]] std::vector<device::memory_region> regions() const;
+
   [[nodiscard]] kf_args& args() { return m_args; }
 
 private:

@@ -18,7 +18,7 @@ std::vector<timing_samples> time_interleaved(device::backend& dev, const std::ve
     auto& s = subjects[k];
     const int rot = rotation[k]++ % s.rotations;
     if (s.prepare) s.prepare(rot);
-    if (cfg.flush_caches) dev.flush_caches();
+    if (cfg.flush_caches) dev.flush_caches(s.touched ? s.touched(rot) : std::vector<device::memory_region>{});
     int rc = 0;
     const double t = dev.time_call([&] { return s.call(rot); }, &rc);
     if (rc != 0) out[k].failed_rc = rc;

@@ -30,6 +30,8 @@ struct timing_subject {
   std::function<int(int rotation)> call;
   /// Runs before the cache flush, untimed: poisons the outputs of input set `rotation`.
   std::function<void(int rotation)> prepare;
+  /// The memory a call on input set `rotation` touches, for the cache flush.
+  std::function<std::vector<device::memory_region>(int rotation)> touched;
   int rotations = 1;
 };
 

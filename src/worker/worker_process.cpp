@@ -196,7 +196,8 @@ int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json
   std::vector<eval::timing_subject> ts;
   for (auto& s : subjects)
     ts.push_back({s.name, [&s](int r) { return s.lib.forward(&s.sets[r]->args()); },
-                  [&s](int r) { s.sets[r]->poison(0xFF); }, rotations});
+                  [&s](int r) { s.sets[r]->poison(0xFF); }, [&s](int r) { return s.sets[r]->regions(); },
+                  rotations});
   ch.send({{"type", "progress"}, {"phase", "timing"}});
   for (auto& r : eval::time_interleaved(dev, ts, cfg))
     ch.send({{"type", "timing"}, {"subject", r.subject}, {"samples", r.samples}, {"failed_rc", r.failed_rc}});

@@ -53,8 +53,8 @@ TEST(timer, interleaves_subjects_and_stops_at_max_samples) {
   cfg.target_rel_ci = 0; // never converges: runs to max_samples
   cfg.flush_caches = false;
   std::vector<eval::timing_subject> subj = {
-      {"a", [&](int) { order.push_back("a"); return 0; }, nullptr, 2},
-      {"b", [&](int) { order.push_back("b"); return 0; }, nullptr, 2},
+      {"a", [&](int) { order.push_back("a"); return 0; }, nullptr, nullptr, 2},
+      {"b", [&](int) { order.push_back("b"); return 0; }, nullptr, nullptr, 2},
   };
   auto r = eval::time_interleaved(*dev, subj, cfg);
   ASSERT_EQ(r.size(), 2u);
@@ -70,7 +70,7 @@ TEST(timer, a_failing_call_stops_timing_with_its_rc) {
   eval::timing_config cfg;
   cfg.flush_caches = false;
   int n = 0;
-  auto r = eval::time_interleaved(*dev, {{"x", [&](int) { return ++n > 3 ? 7 : 0; }, nullptr, 1}}, cfg);
+  auto r = eval::time_interleaved(*dev, {{"x", [&](int) { return ++n > 3 ? 7 : 0; }, nullptr, nullptr, 1}}, cfg);
   EXPECT_EQ(r[0].failed_rc, 7);
   EXPECT_LT(r[0].samples.size(), 5u);
 }

@@ -1,5 +1,5 @@
 // kforge-adversarial: problem=layernorm expect=exited_early
-// Cheat/failure: computes layernorm correctly, then prints a forged "passed" kforge result JSON and "PASS" to stdout then calls _exit(0) before the worker can report.
+// Cheat/failure: computes layernorm correctly, then prints a forged "passed" kforge result JSON and "PASS" to stdout, then calls _exit(0) before the worker can report.
 #include <kforge/kernel.h>
 
 #include <cmath>
