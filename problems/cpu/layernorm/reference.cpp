@@ -1,5 +1,5 @@
 // LayerNorm over the last dimension; every leading dimension is a row:
-//   mean = sum_j x[r, j] / n
+//   mean = x[r, 0] + sum_j (x[r, j] - x[r, 0]) / n   (shifted: exact in exact arithmetic)
 //   var  = sum_j (x[r, j] - mean)^2 / n          (biased; two passes, never E[x^2] - E[x]^2)
 //   y[r, j] = (x[r, j] - mean) / sqrt(var + eps) * gamma[j] + beta[j],   eps = 1e-5
 // Inputs: x [..., n], gamma [n], beta [n]; output y like x.
@@ -59,9 +59,13 @@ KF_EXPORT int kf_forward(const kf_args* a) {
   for (int64_t r = 0; r < rows; ++r) {
     const KF_REAL* xr = x + r * cols;
     KF_REAL* yr = y + r * cols;
+    // Sum deviations from the row's first element, not raw values: on a large-mean row
+    // (x ~ 1000 +- 0.01) a raw float sum loses the spread, and every candidate is judged
+    // against this reference's error.
+    const KF_REAL shift = xr[0];
     KF_REAL sum = 0;
-    for (int64_t j = 0; j < cols; ++j) sum += xr[j];
-    const KF_REAL mean = sum / n;
+    for (int64_t j = 0; j < cols; ++j) sum += xr[j] - shift;
+    const KF_REAL mean = shift + sum / n;
     KF_REAL ssq = 0;
     for (int64_t j = 0; j < cols; ++j) {
       const KF_REAL d = xr[j] - mean;

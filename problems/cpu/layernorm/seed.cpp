@@ -29,9 +29,10 @@ KF_EXPORT int kf_forward(const kf_args* a) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * cols;
     float* yr = y + r * cols;
+    const float shift = xr[0]; // shifted sum: keeps the spread of large-mean rows
     float sum = 0.0f;
-    for (int64_t j = 0; j < cols; ++j) sum += xr[j];
-    const float mean = sum / static_cast<float>(cols);
+    for (int64_t j = 0; j < cols; ++j) sum += xr[j] - shift;
+    const float mean = shift + sum / static_cast<float>(cols);
     float ssq = 0.0f;
     for (int64_t j = 0; j < cols; ++j) {
       const float d = xr[j] - mean;
