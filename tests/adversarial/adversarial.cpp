@@ -47,6 +47,9 @@ std::vector<adversary> load_suite() {
   return out;
 }
 
+// So CTest names the kernel, not the parameter's bytes.
+void PrintTo(const adversary& a, std::ostream* os) { *os << a.file.filename().string(); }
+
 class adversarial : public ::testing::TestWithParam<adversary> {};
 
 } // namespace

@@ -20,8 +20,8 @@ KF_EXPORT int kf_forward(const kf_args* a) {
     float* xr = x + r * cols;
     float* yr = y + r * cols;
     float sum = 0.0f;
-    for (int64_t j = 0; j < cols; ++j) sum += xr[j];
-    const float mean = sum / static_cast<float>(cols);
+    for (int64_t j = 0; j < cols; ++j) sum += xr[j] - xr[0]; // shifted, like the reference
+    const float mean = xr[0] + sum / static_cast<float>(cols);
     float ssq = 0.0f;
     for (int64_t j = 0; j < cols; ++j) ssq += (xr[j] - mean) * (xr[j] - mean);
     const float rstd = 1.0f / std::sqrt(ssq / static_cast<float>(cols) + 1e-5f);
