@@ -3,6 +3,7 @@
 #include "core/fs.hpp"
 
 #include <filesystem>
+#include <cstdlib>
 #include <random>
 #include <string>
 
@@ -25,9 +26,15 @@ struct temp_dir {
 
 inline void write(const std::filesystem::path& p, const std::string& text) { write_file_atomic(p, text); }
 
-inline std::filesystem::path source_dir() { return KFORGE_SOURCE_DIR; }
+// Where the tree and binaries are: the paths of the build, unless the environment moves
+// them (the GPU machine runs a copy of the tree at another path).
+inline std::filesystem::path env_path(const char* var, const char* built) {
+  const char* v = std::getenv(var);
+  return v && *v ? std::filesystem::path(v) : std::filesystem::path(built);
+}
+inline std::filesystem::path source_dir() { return env_path("KFORGE_SOURCE_DIR", KFORGE_SOURCE_DIR); }
 inline std::filesystem::path problems_dir() { return source_dir() / "problems" / "cpu"; }
-inline std::filesystem::path worker_binary() { return KFORGE_WORKER_BINARY; }
-inline std::filesystem::path kforge_binary() { return KFORGE_BINARY; }
+inline std::filesystem::path worker_binary() { return env_path("KFORGE_WORKER", KFORGE_WORKER_BINARY); }
+inline std::filesystem::path kforge_binary() { return env_path("KFORGE_BINARY", KFORGE_BINARY); }
 
 } // namespace kforge::test

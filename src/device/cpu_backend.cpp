@@ -3,6 +3,7 @@
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "device/backend.hpp"
+#include "device/cpu_backend.hpp"
 
 #include <chrono>
 #include <cstdlib>
@@ -62,13 +63,6 @@ public:
 
 } // namespace
 
-std::unique_ptr<backend> make_backend(problem::backend_kind kind) {
-  switch (kind) {
-  case problem::backend_kind::cpu: return std::make_unique<cpu_backend>();
-  case problem::backend_kind::cuda:
-    KFORGE_THROW(usage, "the CUDA backend is not part of this build yet; use a backend = \"cpu\" problem");
-  }
-  KFORGE_THROW(internal, "unknown backend");
-}
+std::unique_ptr<backend> make_cpu_backend() { return std::make_unique<cpu_backend>(); }
 
 } // namespace kforge::device

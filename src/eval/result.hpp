@@ -17,6 +17,7 @@ inline constexpr const char* check_order[] = {
     "load_failed",     // it compiles but cannot be loaded or lacks kf_forward
     "protocol_error",  // something forged or corrupted the worker's result channel
     "crashed",         // the worker died on a signal (segfault, abort, ...)
+    "device_error",    // a sticky GPU fault: illegal address, launch failure, device-side assert
     "timeout",         // the watchdog killed it
     "exited_early",    // the worker exited before reporting a result (exit(0) in the candidate)
     "returned_error",  // kf_forward returned non-zero
@@ -27,6 +28,9 @@ inline constexpr const char* check_order[] = {
     "tolerance",       // error against the oracle beyond alpha x the reference's own error
     "repeat",          // two calls on identical inputs disagree
 };
+
+/// Statuses only a GPU backend can produce (the CPU adversarial suite cannot cover them).
+inline constexpr const char* gpu_only_checks[] = {"device_error"};
 
 /// @return the position of a check name in check_order (unknown names sort last).
 [[nodiscard]] int check_priority(const std::string& name);

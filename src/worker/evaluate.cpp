@@ -93,7 +93,8 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   }
 
   auto add_build = [&](const std::string& role, const std::filesystem::path& src, kf_dtype real) {
-    role_build b{role, build::compile_host({.source = src, .real = real, .role = role})};
+    const auto tb = p.backend == problem::backend_kind::cuda ? build::problem_backend::cuda : build::problem_backend::cpu;
+    role_build b{role, build::compile({.source = src, .real = real, .role = role}, tb)};
     if (opts.observer.on_build) opts.observer.on_build(b);
     ev.builds.push_back(b);
     return b.artifact;

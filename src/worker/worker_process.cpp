@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "device/backend.hpp"
+#include "device/cuda_backend.hpp"
 #include "eval/buffers.hpp"
 #include "eval/inputs.hpp"
 #include "eval/timer.hpp"
@@ -131,8 +132,16 @@ int run_verify(channel_writer& ch, const problem::problem& p, const nlohmann::js
     for (int run = 0; run < 2; ++run) {
       ts.poison(ws_poison[run]);
       ch.send({{"type", "progress"}, {"phase", "call"}, {"trial", t.index}, {"run", run}});
-      const int rc = k.forward(&ts.args());
-      dev.synchronize();
+      dev.synchronize(); // the poison is in place before the candidate starts, whatever stream it uses
+      int rc = 0;
+      try {
+        rc = k.forward(&ts.args());
+        dev.synchronize();
+      } catch (const device::fault& f) {
+        ch.send({{"type", "check"}, {"name", "device_error"}, {"trial", t.index}, {"run", run}, {"passed", false},
+                 {"message", fmt::format("the candidate faulted the GPU: {}", f.what())}});
+        return 0;
+      }
       if (rc != 0) {
         ch.send({{"type", "check"}, {"name", "returned_error"}, {"trial", t.index}, {"run", run}, {"passed", false},
                  {"message", fmt::format("kf_forward returned {}", rc)}});
@@ -233,6 +242,14 @@ int worker_process_main() {
     else KFORGE_THROW(internal, "unknown worker role '{}'", role);
     ch.send({{"type", "done"}});
     return rc;
+  } catch (const device::fault& f) {
+    // The context is gone; report it as the candidate's fault (only candidate code ran on it).
+    try {
+      ch.send({{"type", "error"}, {"reason", "device_error"}, {"message", f.what()}});
+      ch.send({{"type", "done"}});
+    } catch (...) {
+    }
+    return 1;
   } catch (const std::exception& e) {
     try {
       ch.send({{"type", "error"}, {"reason", "worker_error"}, {"message", e.what()}});

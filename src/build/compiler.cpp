@@ -1,0 +1,188 @@
+// The toolchains behind build::compile. Both go through one cached path: hash what
+// determines the object (toolchain, compiler identity, ABI header, source, flags), serve
+// it from the cache, or compile into a private folder and publish it atomically.
+#include "build/build_cache.hpp"
+#include "build/compiler.hpp"
+#include "core/dtype.hpp"
+#include "core/error.hpp"
+#include "core/fs.hpp"
+#include "core/hash.hpp"
+#include "core/subprocess.hpp"
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <regex>
+
+namespace kforge::build {
+namespace {
+
+std::string env_or(std::initializer_list<const char*> vars, const std::string& fallback) {
+  for (const char* var : vars)
+    if (const char* v = std::getenv(var); v && *v) return v;
+  return fallback;
+}
+
+// `<compiler> --version` once per process and compiler: part of every cache key, so a
+// compiler upgrade never serves a stale object.
+std::string compiler_identity(const std::string& exe) {
+  static std::mutex mu;
+  static std::map<std::string, std::string> known;
+  std::lock_guard lock(mu);
+  if (auto it = known.find(exe); it != known.end()) return it->second;
+  auto r = run_command({exe, "--version"}, 30);
+  if (!r.ok())
+    KFORGE_THROW(build, "compiler '{}' is not usable ({})", exe,
+                 r.output.empty() ? "cannot run it" : r.output.substr(0, r.output.find('\n')));
+  // nvcc prints a banner first: keep the line that names the release.
+  std::string id = r.output.substr(0, r.output.find('\n'));
+  if (auto p = r.output.find("release"); p != std::string::npos) {
+    auto b = r.output.rfind('\n', p) + 1;
+    id = r.output.substr(b, r.output.find('\n', p) - b);
+  }
+  known[exe] = id;
+  return id;
+}
+
+std::vector<std::string> common_includes(const request& rq, const std::filesystem::path& src) {
+  std::vector<std::string> f = {"-I" + abi_include_dir().string(), "-I" + src.parent_path().string()};
+  for (auto& d : rq.include_dirs) f.push_back("-I" + std::filesystem::absolute(d).string());
+  return f;
+}
+
+artifact cached_compile(const std::string& toolchain, const std::string& exe, std::vector<std::string> flags,
+                        const request& rq) {
+  artifact a;
+  a.compiler = compiler_identity(exe);
+  const auto src = std::filesystem::absolute(rq.source);
+  const std::string source_text = read_file(src);
+  const std::string abi_text = read_file(abi_include_dir() / "kforge" / "kernel.h");
+  for (auto& f : rq.extra_flags) flags.push_back(f);
+
+  hasher h;
+  h.add(toolchain).add(a.compiler).add(abi_text).add(source_text);
+  for (auto& f : flags) h.add(f);
+  a.cache_key = h.hex();
+
+  if (auto entry = cache_lookup(a.cache_key)) {
+    a.ok = entry->ok;
+    a.cached = true;
+    a.library = entry->ok ? entry->library : std::filesystem::path();
+    a.diagnostics = entry->diagnostics;
+    a.command = entry->command;
+    a.resources = parse_resource_report(a.diagnostics);
+    return a;
+  }
+  auto work = cache_begin(a.cache_key);
+  std::vector<std::string> argv = {exe};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.push_back("-o");
+  argv.push_back((work.dir / "kernel.so").string());
+  argv.push_back(src.string());
+  a.command = join_command(argv);
+  auto r = run_command(argv, 600, 256 * 1024);
+  a.duration_s = r.duration_s;
+  a.diagnostics = r.timed_out ? "compiler timed out after 600 s\n" + r.output : r.output;
+  a.ok = r.ok() && std::filesystem::exists(work.dir / "kernel.so");
+  a.library = cache_commit(work, {a.ok, a.diagnostics, a.command});
+  if (!a.ok) a.library.clear();
+  a.resources = parse_resource_report(a.diagnostics);
+  return a;
+}
+
+} // namespace
+
+std::filesystem::path abi_include_dir() {
+  if (const char* v = std::getenv("KFORGE_INCLUDE"); v && *v) return v;
+  // Installed layout first (bin/../include), then the source tree this binary was built from.
+  auto beside = self_exe().parent_path().parent_path() / "include";
+  if (std::filesystem::exists(beside / "kforge" / "kernel.h")) return beside;
+  return std::filesystem::path(KFORGE_SOURCE_DIR) / "include";
+}
+
+artifact compile_host(const request& rq) {
+  const auto src = std::filesystem::absolute(rq.source);
+  std::vector<std::string> flags = {"-std=c++17", "-O3", "-march=native", "-fopenmp", "-fPIC", "-shared",
+                                    "-fvisibility=hidden", "-Wall",
+                                    fmt::format("-DKF_REAL={}", dtype_c_name(rq.real)), "-DKF_BACKEND_CPU=1"};
+  auto inc = common_includes(rq, src);
+  flags.insert(flags.end(), inc.begin(), inc.end());
+  return cached_compile("host", env_or({"KFORGE_CXX", "CXX"}, "g++"), flags, rq);
+}
+
+std::string nvcc_path() {
+#ifdef KFORGE_NVCC
+  const std::string built_with = KFORGE_NVCC;
+#else
+  const std::string built_with = "nvcc";
+#endif
+  auto p = env_or({"KFORGE_NVCC"}, "");
+  if (!p.empty()) return p;
+  if (std::filesystem::exists(built_with)) return built_with;
+  return "nvcc";
+}
+
+artifact compile_nvcc(const request& rq) {
+  const auto src = std::filesystem::absolute(rq.source);
+  const std::string arch = rq.cuda_arch.empty() ? "90a" : rq.cuda_arch;
+  std::vector<std::string> flags = {
+      "-std=c++17", "-O3", "-shared", "-Xcompiler", "-fPIC,-fvisibility=hidden",
+      fmt::format("-gencode=arch=compute_{0},code=sm_{0}", arch), "-Xptxas", "-v", "-lineinfo",
+      "--expt-relaxed-constexpr", fmt::format("-DKF_REAL={}", dtype_c_name(rq.real)), "-DKF_BACKEND_CUDA=1",
+      "-include", "cuda_fp16.h", "-include", "cuda_bf16.h"};
+  auto inc = common_includes(rq, src);
+  flags.insert(flags.end(), inc.begin(), inc.end());
+  // Vendor libraries, for baselines: linked only when the source includes their header,
+  // so a plain candidate never depends on a library the GPU machine might lack.
+  const std::string text = read_file(src);
+  if (text.find("cublas") != std::string::npos)
+    for (const char* l : {"-lcublas", "-lcublasLt"}) flags.push_back(l);
+  if (text.find("cudnn.h") != std::string::npos) flags.push_back("-lcudnn");
+  return cached_compile("nvcc", nvcc_path(), flags, rq);
+}
+
+artifact compile(const request& rq, problem_backend b) {
+  return b == problem_backend::cuda ? compile_nvcc(rq) : compile_host(rq);
+}
+
+nlohmann::json parse_resource_report(const std::string& diag) {
+  // ptxas -v, per kernel:
+  //   ptxas info    : Compiling entry function '_Z6kernelPf' for 'sm_90a'
+  //   ptxas info    : Function properties for _Z6kernelPf
+  //       0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+  //   ptxas info    : Used 16 registers, used 0 barriers, 380 bytes cmem[0]
+  nlohmann::json kernels = nlohmann::json::array();
+  static const std::regex entry(R"(Compiling entry function '([^']+)')");
+  static const std::regex frame(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
+  static const std::regex used(R"(Used (\d+) registers)");
+  static const std::regex smem(R"((\d+) bytes smem)");
+  std::smatch m;
+  std::size_t pos = 0;
+  nlohmann::json cur;
+  auto flush = [&] {
+    if (!cur.is_null()) kernels.push_back(cur);
+    cur = nullptr;
+  };
+  while (pos < diag.size()) {
+    auto end = diag.find('\n', pos);
+    std::string line = diag.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    pos = end == std::string::npos ? diag.size() : end + 1;
+    if (std::regex_search(line, m, entry)) {
+      flush();
+      cur = {{"kernel", m[1].str()}, {"registers", 0}, {"smem_bytes", 0}, {"stack_bytes", 0},
+             {"spill_store_bytes", 0}, {"spill_load_bytes", 0}};
+    } else if (!cur.is_null()) {
+      if (std::regex_search(line, m, frame)) {
+        cur["stack_bytes"] = std::stoi(m[1]);
+        cur["spill_store_bytes"] = std::stoi(m[2]);
+        cur["spill_load_bytes"] = std::stoi(m[3]);
+      }
+      if (std::regex_search(line, m, used)) cur["registers"] = std::stoi(m[1]);
+      if (std::regex_search(line, m, smem)) cur["smem_bytes"] = std::stoi(m[1]);
+    }
+  }
+  flush();
+  return kernels;
+}
+
+} // namespace kforge::build

@@ -1,0 +1,123 @@
+// The CUDA backend: plain cudaMalloc allocations, one stream per evaluation (passed to
+// candidates in kf_args.stream), CUDA events for time, an L2 scrub before cold samples.
+// Every CUDA call is checked; a fault (illegal address, launch failure) is sticky for the
+// process, so it surfaces as device::fault and ends the worker, never the run.
+#ifdef KFORGE_WITH_CUDA
+#include "core/error.hpp"
+#include "device/backend.hpp"
+#include "device/cuda_backend.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <chrono>
+
+namespace kforge::device {
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return;
+  const bool sticky = e == cudaErrorIllegalAddress || e == cudaErrorLaunchFailure || e == cudaErrorIllegalInstruction ||
+                      e == cudaErrorMisalignedAddress || e == cudaErrorInvalidAddressSpace ||
+                      e == cudaErrorInvalidPc || e == cudaErrorHardwareStackError || e == cudaErrorAssert ||
+                      e == cudaErrorLaunchTimeout || e == cudaErrorUnknown;
+  std::string msg = fmt::format("{}: {} ({})", what, cudaGetErrorString(e), cudaGetErrorName(e));
+  if (sticky) throw fault(msg);
+  throw kforge::error(error_kind::worker, msg);
+}
+
+class cuda_backend final : public backend {
+public:
+  explicit cuda_backend(int ordinal) : m_ordinal(ordinal) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0)
+      KFORGE_THROW(usage, "no CUDA device is visible on this machine; a backend = \"cuda\" problem needs one");
+    if (ordinal >= n) KFORGE_THROW(usage, "CUDA device {} requested, {} visible", ordinal, n);
+    check(cudaSetDevice(ordinal), "cudaSetDevice");
+    check(cudaGetDeviceProperties(&m_props, ordinal), "cudaGetDeviceProperties");
+    check(cudaStreamCreateWithFlags(&m_stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    check(cudaEventCreate(&m_start), "cudaEventCreate");
+    check(cudaEventCreate(&m_stop), "cudaEventCreate");
+    // Twice the L2: writing it evicts every line a previous call left there.
+    m_scrub_bytes = 2 * static_cast<std::size_t>(m_props.l2CacheSize);
+    check(cudaMalloc(&m_scrub, m_scrub_bytes), "cudaMalloc (L2 scrub buffer)");
+  }
+  ~cuda_backend() override {
+    cudaFree(m_scrub);
+    cudaEventDestroy(m_start);
+    cudaEventDestroy(m_stop);
+    cudaStreamDestroy(m_stream);
+  }
+
+  std::string name() const override { return fmt::format("cuda:{}", m_ordinal); }
+  std::string description() const override {
+    return fmt::format("{} (sm_{}{}, {} SMs, {:.0f} GiB, L2 {} MiB)", m_props.name, m_props.major, m_props.minor,
+                       m_props.multiProcessorCount, m_props.totalGlobalMem / 1073741824.0, m_props.l2CacheSize >> 20);
+  }
+
+  void* allocate(std::size_t bytes) override {
+    void* p = nullptr;
+    check(cudaMalloc(&p, bytes ? bytes : 1), "cudaMalloc");
+    return p;
+  }
+  void release(void* p) noexcept override { cudaFree(p); }
+  void upload(void* dst, const void* src, std::size_t n) override {
+    check(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, m_stream), "cudaMemcpy H2D");
+    synchronize();
+  }
+  void download(void* dst, const void* src, std::size_t n) override {
+    check(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, m_stream), "cudaMemcpy D2H");
+    synchronize();
+  }
+  void fill(void* dst, std::uint8_t byte, std::size_t n) override {
+    check(cudaMemsetAsync(dst, byte, n, m_stream), "cudaMemset");
+  }
+  void* stream() override { return m_stream; }
+  void synchronize() override {
+    check(cudaStreamSynchronize(m_stream), "cudaStreamSynchronize");
+    // Work a candidate put on other streams counts too.
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  }
+  void flush_caches(std::span<const memory_region>) override {
+    check(cudaMemsetAsync(m_scrub, ++m_scrub_byte, m_scrub_bytes, m_stream), "cudaMemset (L2 scrub)");
+  }
+
+  double time_call(const std::function<int()>& fn, int* rc) override {
+    // Nothing earlier (poison, L2 scrub) may overlap the call, even one that ignores our stream.
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    check(cudaEventRecord(m_start, m_stream), "cudaEventRecord");
+    const auto h0 = std::chrono::steady_clock::now();
+    *rc = fn();
+    // A device-wide sync before the stop event: work enqueued on any other stream, or
+    // still running, lands inside the measured interval.
+    check(cudaDeviceSynchronize(), "kernel execution");
+    check(cudaEventRecord(m_stop, m_stream), "cudaEventRecord");
+    check(cudaEventSynchronize(m_stop), "cudaEventSynchronize");
+    const auto h1 = std::chrono::steady_clock::now();
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, m_start, m_stop), "cudaEventElapsedTime");
+    const double ev = ms * 1e-3, host = std::chrono::duration<double>(h1 - h0).count();
+    // Cross-check: the events cannot have seen more time pass than the host clock did.
+    if (ev > host * 1.05 + 50e-6)
+      throw kforge::error(error_kind::worker,
+                          fmt::format("CUDA events measured {:.6g} s but the host clock only {:.6g} s", ev, host));
+    m_last_host_s = host;
+    return ev;
+  }
+
+private:
+  int m_ordinal;
+  cudaDeviceProp m_props{};
+  cudaStream_t m_stream = nullptr;
+  cudaEvent_t m_start = nullptr, m_stop = nullptr;
+  void* m_scrub = nullptr;
+  std::size_t m_scrub_bytes = 0;
+  std::uint8_t m_scrub_byte = 0;
+  double m_last_host_s = 0;
+};
+
+} // namespace
+
+std::unique_ptr<backend> make_cuda_backend(int ordinal) { return std::make_unique<cuda_backend>(ordinal); }
+
+} // namespace kforge::device
+#endif

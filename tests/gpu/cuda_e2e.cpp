@@ -1,0 +1,63 @@
+// The CUDA backend end to end on a real GPU (label: gpu; CI has none and skips these).
+#include "build/compiler.hpp"
+#include "device/backend.hpp"
+#include "problem/problem.hpp"
+#include "test_util.hpp"
+#include "worker/evaluate.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace kforge;
+
+namespace {
+problem::problem small() { return problem::load(test::source_dir() / "tests" / "gpu" / "problems" / "softmax_small"); }
+} // namespace
+
+TEST(cuda_backend, describes_the_device_and_times_with_events) {
+  auto dev = device::make_backend(problem::backend_kind::cuda);
+  EXPECT_EQ(dev->name(), "cuda:0");
+  EXPECT_NE(dev->description().find("sm_"), std::string::npos) << dev->description();
+  void* p = dev->allocate(1 << 20);
+  dev->fill(p, 0xAB, 1 << 20);
+  std::vector<unsigned char> back(1 << 20);
+  dev->download(back.data(), p, back.size());
+  EXPECT_EQ(back[12345], 0xAB);
+  int rc = -1;
+  const double t = dev->time_call([&] { dev->fill(p, 1, 1 << 20); return 0; }, &rc);
+  EXPECT_EQ(rc, 0);
+  EXPECT_GT(t, 0.0);
+  dev->release(p);
+}
+
+TEST(cuda_build, nvcc_reports_resources_for_sm90a) {
+  auto a = build::compile_nvcc({.source = test::source_dir() / "problems" / "softmax" / "seed.cu"});
+  ASSERT_TRUE(a.ok) << a.diagnostics;
+  EXPECT_NE(a.command.find("sm_90a"), std::string::npos);
+  ASSERT_FALSE(a.resources.empty()) << a.diagnostics;
+  EXPECT_GT(a.resources[0]["registers"].get<int>(), 0);
+}
+
+TEST(cuda_eval, reference_and_seed_pass_and_are_timed) {
+  const auto p = small();
+  worker::evaluate_options o;
+  o.worker_exe = test::worker_binary();
+  for (auto src : {p.reference, *p.seed}) {
+    auto ev = worker::evaluate(p, src, o);
+    EXPECT_EQ(ev.status, "passed") << src << ": " << ev.message;
+    ASSERT_NE(ev.timing("candidate"), nullptr);
+    EXPECT_GT(ev.timing("candidate")->median_s, 0.0);
+    ASSERT_TRUE(ev.speedup().has_value());
+    EXPECT_NE(ev.device.find("cuda:0"), std::string::npos);
+  }
+}
+
+TEST(cuda_eval, a_sticky_fault_ends_the_worker_and_the_next_evaluation_still_works) {
+  const auto p = small();
+  worker::evaluate_options o;
+  o.worker_exe = test::worker_binary();
+  o.time = false;
+  auto bad = worker::evaluate(p, test::source_dir() / "tests" / "adversarial" / "cuda" / "illegal_address.cu", o);
+  EXPECT_EQ(bad.status, "device_error") << bad.message;
+  auto good = worker::evaluate(p, *p.seed, o);
+  EXPECT_EQ(good.status, "passed") << good.message;
+}
