@@ -1,27 +1,45 @@
-// Naive seed: one warp per row, three passes, fp32 with expf.
+// Naive seed: one 256-thread block per row, three passes over the row (max, sum,
+// write), fp32 with expf, warp shuffles then shared memory for the block reductions.
 #include <kforge/kernel.h>
 #include <cuda_runtime.h>
 
-__global__ void softmax_warp_rows(const float* __restrict__ x, float* __restrict__ y, long rows, long cols) {
-  const long row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
-  if (row >= rows) return;
-  const float* xr = x + row * cols;
-  float* yr = y + row * cols;
-  float m = -INFINITY;
-  for (long j = lane; j < cols; j += 32) m = fmaxf(m, xr[j]);
-  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-  float s = 0.f;
-  for (long j = lane; j < cols; j += 32) s += expf(xr[j] - m);
-  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-  const float inv = 1.f / s;
-  for (long j = lane; j < cols; j += 32) yr[j] = expf(xr[j] - m) * inv;
+namespace {
+
+constexpr int threads = 256;
+
+template <bool is_max>
+__device__ float block_reduce(float v, float* red) {
+  for (int o = 16; o > 0; o >>= 1) {
+    const float w = __shfl_xor_sync(0xffffffffu, v, o);
+    v = is_max ? fmaxf(v, w) : v + w;
+  }
+  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = v;
+  __syncthreads();
+  float r = red[0];
+  for (int w = 1; w < threads / 32; ++w) r = is_max ? fmaxf(r, red[w]) : r + red[w];
+  __syncthreads();
+  return r;
 }
 
+__global__ void softmax_rows(const float* __restrict__ x, float* __restrict__ y, long cols) {
+  __shared__ float red[threads / 32];
+  const float* xr = x + blockIdx.x * cols;
+  float* yr = y + blockIdx.x * cols;
+  float m = -INFINITY;
+  for (long j = threadIdx.x; j < cols; j += threads) m = fmaxf(m, xr[j]);
+  m = block_reduce<true>(m, red);
+  float s = 0.f;
+  for (long j = threadIdx.x; j < cols; j += threads) s += expf(xr[j] - m);
+  s = block_reduce<false>(s, red);
+  for (long j = threadIdx.x; j < cols; j += threads) yr[j] = expf(xr[j] - m) / s;
+}
+
+} // namespace
+
 KF_EXPORT int kf_forward(const kf_args* a) {
+  if (a->num_inputs != 1 || a->num_outputs != 1 || a->inputs[0].ndim != 2) return 1;
   const long rows = a->inputs[0].shape[0], cols = a->inputs[0].shape[1];
-  const int warps = 8;
-  softmax_warp_rows<<<(rows + warps - 1) / warps, warps * 32, 0, static_cast<cudaStream_t>(a->stream)>>>(
-      static_cast<const float*>(a->inputs[0].data), static_cast<float*>(a->outputs[0].data), rows, cols);
+  softmax_rows<<<rows, threads, 0, static_cast<cudaStream_t>(a->stream)>>>(
+      static_cast<const float*>(a->inputs[0].data), static_cast<float*>(a->outputs[0].data), cols);
   return cudaGetLastError() == cudaSuccess ? 0 : 2;
 }

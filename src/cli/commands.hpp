@@ -24,5 +24,6 @@ using command_fn = std::function<int()>;
 command_fn add_check_command(CLI::App& app, global_options& g);
 command_fn add_eval_command(CLI::App& app, global_options& g);
 command_fn add_show_command(CLI::App& app, global_options& g);
+command_fn add_calibrate_command(CLI::App& app, global_options& g);
 
 } // namespace kforge::cli

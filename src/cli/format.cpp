@@ -56,6 +56,11 @@ std::string format_evaluation(const worker::evaluation& ev, const problem::probl
     if (p.work.min_bytes > 0) rate += fmt::format("{:.1f} GB/s", p.work.min_bytes / c->median_s * 1e-9);
     if (p.work.flops > 0) rate += fmt::format("{}{:.2f} GFLOP/s", rate.empty() ? "" : ", ", p.work.flops / c->median_s * 1e-9);
     if (!rate.empty()) s += fmt::format("  rate     {} (from the problem's work counts)\n", rate);
+    if (!ev.roofline.is_null())
+      s += fmt::format("  roofline {:.1f}% of the {}-bound floor {} (reference {:.1f}%)\n",
+                       100 * ev.roofline["candidate_fraction"].get<double>(), ev.roofline["bound"].get<std::string>(),
+                       format_seconds(ev.roofline["floor_s"].get<double>()),
+                       100 * ev.roofline.value("reference_fraction", 0.0));
   }
   return s;
 }

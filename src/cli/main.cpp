@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   reg(add_check_command);
   reg(add_eval_command);
   reg(add_show_command);
+  reg(add_calibrate_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

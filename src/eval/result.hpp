@@ -27,10 +27,12 @@ inline constexpr const char* check_order[] = {
     "nonfinite",       // NaN/Inf where the oracle has none, or the reverse
     "tolerance",       // error against the oracle beyond alpha x the reference's own error
     "repeat",          // two calls on identical inputs disagree
+    "impossible_time", // timed under the device's physical floor (bytes / bandwidth, FLOPs / peak)
 };
 
-/// Statuses only a GPU backend can produce (the CPU adversarial suite cannot cover them).
-inline constexpr const char* gpu_only_checks[] = {"device_error"};
+/// Statuses only a GPU backend can produce (the CPU adversarial suite cannot cover them;
+/// impossible_time needs a calibrated device).
+inline constexpr const char* gpu_only_checks[] = {"device_error", "impossible_time"};
 
 /// @return the position of a check name in check_order (unknown names sort last).
 [[nodiscard]] int check_priority(const std::string& name);

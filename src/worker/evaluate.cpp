@@ -3,9 +3,12 @@
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "device/backend.hpp"
+#include "device/calibration.hpp"
 #include "eval/statistics.hpp"
 #include "worker/supervisor.hpp"
 
+#include <chrono>
+#include <future>
 #include <map>
 #include <random>
 
@@ -87,18 +90,13 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   const auto exe = opts.worker_exe.empty() ? default_worker_exe() : opts.worker_exe;
   const double timeout = opts.timeout_s > 0 ? opts.timeout_s : p.eval.timeout_s;
   const int trials_per_case = opts.trials_per_case > 0 ? opts.trials_per_case : p.eval.trials_per_case;
+  std::string device_description;
   {
     auto dev = device::make_backend(p.backend);
-    ev.device = dev->name() + ": " + dev->description();
+    device_description = dev->description();
+    ev.device = dev->name() + ": " + device_description;
   }
 
-  auto add_build = [&](const std::string& role, const std::filesystem::path& src, kf_dtype real) {
-    const auto tb = p.backend == problem::backend_kind::cuda ? build::problem_backend::cuda : build::problem_backend::cpu;
-    role_build b{role, build::compile({.source = src, .real = real, .role = role}, tb)};
-    if (opts.observer.on_build) opts.observer.on_build(b);
-    ev.builds.push_back(b);
-    return b.artifact;
-  };
   auto add_check = [&](eval::check_result c) {
     if (opts.observer.on_check) opts.observer.on_check(c);
     ev.checks.push_back(std::move(c));
@@ -109,15 +107,38 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
     ev.message = with_place(c);
   };
 
-  // 1. Builds. The reference and oracle failing is the problem's fault, not the candidate's.
-  const auto ref = add_build("reference", p.reference, p.dtype);
+  using clock = std::chrono::steady_clock;
+  auto since = [](clock::time_point t0) { return std::chrono::duration<double>(clock::now() - t0).count(); };
+  auto t_phase = clock::now();
+
+  // 1. Builds, all three at once (each compiler is one process; the cache makes repeats
+  // free). Recorded in a fixed order. The reference and oracle failing is the problem's
+  // fault, not the candidate's.
+  const auto tb = p.backend == problem::backend_kind::cuda ? build::problem_backend::cuda : build::problem_backend::cpu;
+  auto launch = [&](const std::string& role, const std::filesystem::path& src, kf_dtype real) {
+    return std::async(std::launch::async, [=] {
+      return role_build{role, build::compile({.source = src, .real = real, .role = role}, tb)};
+    });
+  };
+  auto f_ref = launch("reference", p.reference, p.dtype);
+  auto f_orc = launch("oracle", p.reference, KF_F64);
+  auto f_cand = launch("candidate", candidate_source, p.dtype);
+  auto record = [&](std::future<role_build>& f) {
+    auto b = f.get();
+    if (opts.observer.on_build) opts.observer.on_build(b);
+    ev.builds.push_back(b);
+    return b.artifact;
+  };
+  const auto ref = record(f_ref);
+  const auto orc = record(f_orc);
+  const auto cand = record(f_cand);
+  ev.phases["build_s"] = since(t_phase);
+  t_phase = clock::now();
   if (!ref.ok)
     KFORGE_THROW(problem, "{}: the reference does not compile:\n{}", p.reference.string(), ref.diagnostics);
-  const auto orc = add_build("oracle", p.reference, KF_F64);
   if (!orc.ok)
     KFORGE_THROW(problem, "{}: the reference does not compile with KF_REAL=double (the oracle):\n{}",
                  p.reference.string(), orc.diagnostics);
-  const auto cand = add_build("candidate", candidate_source, p.dtype);
   if (!cand.ok) {
     eval::check_result c{.name = "build_failed", .passed = false};
     auto line = first_line_with(cand.diagnostics, "error");
@@ -156,6 +177,8 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
       (m.header["subject"] == "oracle" ? oracle_out : ref_out)[k] = tensor_of(m);
     }
   }
+  ev.phases["oracle_s"] = since(t_phase);
+  t_phase = clock::now();
   if (truth.end != worker_end::done)
     KFORGE_THROW(problem, "{}: the reference worker {} ({}){}", p.reference.string(), worker_end_name(truth.end),
                  truth.detail, truth.output.empty() ? "" : ":\n" + truth.output.substr(0, 2000));
@@ -175,6 +198,8 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
                             {"canary_seed", rng()}},
                            timeout);
   ev.worker_output = verify.output;
+  ev.phases["verify_s"] = since(t_phase);
+  t_phase = clock::now();
   std::map<output_key, eval::host_tensor> cand_out;
   for (auto& m : verify.messages) {
     const std::string type = m.header["type"];
@@ -227,6 +252,9 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
         }
       }
 
+  ev.phases["judge_s"] = since(t_phase);
+  t_phase = clock::now();
+
   // The verdict: the highest-priority failing check; ties go to the earliest trial.
   const eval::check_result* worst = nullptr;
   for (auto& c : ev.checks)
@@ -274,10 +302,34 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
     }
   }
   if (auto f = process_failure(timed, "timing", ev.trials)) add_check(*f);
+  ev.phases["timing_s"] = since(t_phase);
+
+  // The roofline of the device's measured ceilings, when calibrated. A time well under
+  // the floor is not a record: the kernel skipped work or fooled the clock.
+  if (auto ceil = device::load_ceilings(device_description); ceil && ev.timing("candidate")) {
+    constexpr double floor_margin = 0.8; // a kernel may beat cudaMemcpy's bandwidth a little, never by 20%
+    auto rc = device::roofline_of(*ceil, p.work.flops, p.work.min_bytes, p.dtype, ev.timing("candidate")->median_s);
+    if (rc) {
+      nlohmann::json r{{"floor_s", rc->floor_s}, {"bound", rc->bound}, {"candidate_fraction", rc->fraction},
+                       {"ceilings", device::to_json(*ceil)}};
+      if (auto* ref_t = ev.timing("reference"))
+        if (auto rr = device::roofline_of(*ceil, p.work.flops, p.work.min_bytes, p.dtype, ref_t->median_s))
+          r["reference_fraction"] = rr->fraction;
+      ev.roofline = r;
+      eval::check_result c{.name = "impossible_time", .passed = rc->fraction <= 1.0 / floor_margin};
+      c.detail = r;
+      if (!c.passed)
+        c.message = fmt::format("median {:.4g} s is {:.2f}x faster than the device's physical floor {:.4g} s ({}-bound); "
+                                "the kernel skipped work or fooled the timer",
+                                ev.timing("candidate")->median_s, rc->fraction, rc->floor_s, rc->bound);
+      add_check(c);
+    }
+  }
   for (auto& c : ev.checks)
     if (!c.passed) {
       fail_with(c);
-      ev.timings.clear();
+      if (c.name != "impossible_time") ev.timings.clear(); // an impossible time is itself the evidence
+
       break;
     }
   return ev;
@@ -299,6 +351,7 @@ nlohmann::json to_json(const evaluation& ev, const problem::problem& p) {
                            {"compiler", b.artifact.compiler}, {"command", b.artifact.command},
                            {"diagnostics", b.artifact.diagnostics}});
   j["trials"] = ev.trials;
+  j["phases"] = ev.phases;
   j["reference_error"] = nlohmann::json::array();
   for (auto& r : ev.reference_errors)
     j["reference_error"].push_back({{"case", r.case_name}, {"output", r.output}, {"max_abs", r.error.max_abs},
@@ -315,6 +368,7 @@ nlohmann::json to_json(const evaluation& ev, const problem::problem& p) {
     nlohmann::json t;
     for (auto& s : ev.timings) t[s.subject] = eval::to_json(s);
     if (auto sp = ev.speedup()) t["speedup"] = *sp;
+    t["roofline"] = ev.roofline.is_null() ? nlohmann::json() : ev.roofline;
     if (auto* c = ev.timing("candidate")) {
       if (p.work.flops > 0) t["candidate_gflops"] = p.work.flops / c->median_s * 1e-9;
       if (p.work.min_bytes > 0) t["candidate_gbytes_per_s"] = p.work.min_bytes / c->median_s * 1e-9;

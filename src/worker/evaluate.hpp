@@ -60,6 +60,8 @@ struct evaluation {
   std::vector<case_reference_error> reference_errors; // the reference's own error, per case and output
   std::vector<nlohmann::json> trials;                 // {"case", "seed", "trial"}
   std::string device;
+  nlohmann::json roofline;                          // floor_s, bound, candidate/reference_fraction; null uncalibrated
+  nlohmann::json phases = nlohmann::json::object(); // wall seconds: build_s, oracle_s, verify_s, judge_s, timing_s
   std::string worker_output;                          // what the candidate printed, truncated
   [[nodiscard]] bool passed() const { return status == "passed"; }
   [[nodiscard]] const eval::timing_summary* timing(const std::string& subject) const;

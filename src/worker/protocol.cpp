@@ -12,6 +12,7 @@ namespace kforge::worker {
 namespace {
 constexpr char magic[4] = {'K', 'F', 'W', '1'};
 constexpr std::size_t max_header = 16u << 20;
+constexpr std::uint64_t max_payload = std::uint64_t{64} << 30; // larger than any output kforge allocates
 
 void write_all(int fd, const void* p, std::size_t n) {
   auto* c = static_cast<const char*>(p);
@@ -93,7 +94,14 @@ std::optional<message> channel_reader::next() {
   if (m_buf.size() < 24 + hl + 8) return std::nullopt;
   std::uint64_t pl;
   std::memcpy(&pl, m_buf.data() + 24 + hl, 8);
-  if (m_buf.size() < 24 + hl + 8 + pl) return std::nullopt;
+  if (pl > max_payload) {
+    m_error = "a frame on the result channel claiming an impossible payload size";
+    return std::nullopt;
+  }
+  if (m_buf.size() < 24 + hl + 8 + pl) {
+    m_buf.reserve(24 + hl + 8 + pl); // one allocation for a large frame, not a doubling series
+    return std::nullopt;
+  }
   message m;
   m.header = nlohmann::json::parse(m_buf.begin() + 24, m_buf.begin() + 24 + hl, nullptr, false);
   if (m.header.is_discarded() || !m.header.is_object() || !m.header.contains("type")) {

@@ -92,7 +92,11 @@ worker_outcome run_worker(const std::filesystem::path& exe, nlohmann::json job, 
   channel_reader reader(n);
   bool got_done = false, res_open = true, out_open = true, timed_out = false, exited = false;
   int status = 0;
-  char buf[1 << 16];
+  // Large reads and a large pipe: outputs of a GPU problem are gigabytes.
+  std::vector<char> big(1 << 20);
+  char* buf = big.data();
+  const std::size_t buf_bytes = big.size();
+  ::fcntl(res_p[0], F_SETPIPE_SZ, 1 << 20);
   constexpr double linger_s = 0.5;
   double exited_at = -1;
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
@@ -118,7 +122,7 @@ worker_outcome run_worker(const std::filesystem::path& exe, nlohmann::json job, 
     if (pr < 0 && errno != EINTR) break;
     if (pr <= 0) continue;
     if (fds[0].revents) {
-      ssize_t r = ::read(res_p[0], buf, sizeof buf);
+      ssize_t r = ::read(res_p[0], buf, buf_bytes);
       if (r <= 0) res_open = false;
       else {
         reader.feed(buf, static_cast<std::size_t>(r));
@@ -138,7 +142,7 @@ worker_outcome run_worker(const std::filesystem::path& exe, nlohmann::json job, 
       }
     }
     if (fds[1].revents) {
-      ssize_t r = ::read(out_p[0], buf, sizeof buf);
+      ssize_t r = ::read(out_p[0], buf, buf_bytes);
       if (r <= 0) out_open = false;
       else if (out.output.size() < max_output)
         out.output.append(buf, std::min<std::size_t>(static_cast<std::size_t>(r), max_output - out.output.size()));

@@ -213,6 +213,25 @@ int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json
   return 0;
 }
 
+int run_calibrate(channel_writer& ch, const nlohmann::json& job) {
+  const std::string path = job["libraries"]["calibrate"];
+  void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    ch.send({{"type", "error"}, {"reason", "load_failed"}, {"message", std::string("dlopen: ") + ::dlerror()}});
+    return 0;
+  }
+  using calibrate_fn = int (*)(double*, int);
+  auto fn = reinterpret_cast<calibrate_fn>(::dlsym(h, "kf_calibrate"));
+  if (!fn) {
+    ch.send({{"type", "error"}, {"reason", "load_failed"}, {"message", "no kf_calibrate"}});
+    return 0;
+  }
+  std::vector<double> v(5, 0.0);
+  const int rc = fn(v.data(), static_cast<int>(v.size()));
+  ch.send({{"type", "calibration"}, {"rc", rc}, {"values", v}});
+  return 0;
+}
+
 } // namespace
 
 int worker_process_main() {
@@ -232,6 +251,11 @@ int worker_process_main() {
   ::fcntl(result_fd, F_SETFD, FD_CLOEXEC); // programs the candidate starts do not inherit the channel
   try {
     ch.send({{"type", "hello"}, {"pid", ::getpid()}});
+    if (job.value("role", "") == "calibrate") {
+      run_calibrate(ch, job);
+      ch.send({{"type", "done"}});
+      return 0;
+    }
     const auto p = problem::load(job["problem"].get<std::string>());
     auto dev = device::make_backend(p.backend);
     const std::string role = job["role"];

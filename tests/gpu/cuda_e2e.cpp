@@ -3,6 +3,8 @@
 #include "device/backend.hpp"
 #include "problem/problem.hpp"
 #include "test_util.hpp"
+#include "device/calibration.hpp"
+#include "worker/calibrate.hpp"
 #include "worker/evaluate.hpp"
 
 #include <gtest/gtest.h>
@@ -60,4 +62,34 @@ TEST(cuda_eval, a_sticky_fault_ends_the_worker_and_the_next_evaluation_still_wor
   EXPECT_EQ(bad.status, "device_error") << bad.message;
   auto good = worker::evaluate(p, *p.seed, o);
   EXPECT_EQ(good.status, "passed") << good.message;
+}
+
+TEST(cuda_calibrate, measures_plausible_ceilings_and_reports_the_roofline) {
+  const auto desc = device::make_backend(problem::backend_kind::cuda)->description();
+  auto c = device::load_ceilings(desc);
+  if (!c) {
+    c = worker::measure_ceilings(test::worker_binary());
+    device::save_ceilings(*c);
+  }
+  EXPECT_GT(c->copy_bytes_per_s, 1e11);
+  EXPECT_GT(c->fp32_flops, 1e12);
+  EXPECT_GT(c->tf32_flops, c->fp32_flops);
+  EXPECT_GT(c->bf16_flops, c->fp32_flops);
+  EXPECT_GT(c->fp64_flops, 1e12);
+
+  const auto p = small();
+  worker::evaluate_options o;
+  o.worker_exe = test::worker_binary();
+  auto ev = worker::evaluate(p, *p.seed, o);
+  ASSERT_EQ(ev.status, "passed") << ev.message;
+  ASSERT_FALSE(ev.roofline.is_null());
+  EXPECT_GT(ev.roofline["candidate_fraction"].get<double>(), 0.0);
+  EXPECT_LE(ev.roofline["candidate_fraction"].get<double>(), 1.25);
+  EXPECT_EQ(ev.roofline["bound"], "memory");
+
+  // A kernel that stops working once it is being timed beats the physical floor (on a
+  // shape whose floor is above the cost of an empty timed call).
+  const auto medium = problem::load(test::source_dir() / "tests" / "gpu" / "problems" / "softmax_medium");
+  auto cheat = worker::evaluate(medium, test::source_dir() / "tests" / "gpu" / "kernels" / "skips_work_when_timed.cu", o);
+  EXPECT_EQ(cheat.status, "impossible_time") << cheat.message;
 }
