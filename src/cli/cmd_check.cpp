@@ -86,6 +86,17 @@ command_fn add_check_command(CLI::App& app, global_options& g) {
                                ref.result.message);
       std::cout << "seed       none (candidates start from the reference)\n";
     }
+    // Baselines are judged like candidates too: a vendor call in the wrong math mode
+    // (TF32 for an fp32 problem) must not become the yardstick.
+    out["baselines"] = nlohmann::json::array();
+    eo.time = false;
+    for (auto& b : p.baselines) {
+      auto r = evaluate_and_record(db, p, b.source, "baseline", eo);
+      out["baselines"].push_back(r.json);
+      ok = ok && r.result.passed();
+      if (!g.json)
+        std::cout << fmt::format("baseline   {} {}: {}\n", b.name, r.result.passed() ? "passes" : "FAILS", r.result.message);
+    }
     out["ok"] = ok;
     if (g.json) std::cout << out.dump(2) << "\n";
     else std::cout << (ok ? "check    ok\n" : "check    FAILED\n");

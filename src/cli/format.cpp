@@ -50,7 +50,9 @@ std::string format_evaluation(const worker::evaluation& ev, const problem::probl
   }
   if (auto* c = ev.timing("candidate")) {
     s += fmt::format("  time     candidate {}\n", timing_line(*c));
-    if (auto* r = ev.timing("reference")) s += fmt::format("           reference {}\n", timing_line(*r));
+    for (auto& t : ev.timings)
+      if (t.subject != "candidate")
+        s += fmt::format("           {:<9} {}  -> candidate {:.2f}x\n", t.subject, timing_line(t), t.median_s / c->median_s);
     if (auto sp = ev.speedup()) s += fmt::format("  speedup  {:.2f}x over the reference\n", *sp);
     std::string rate;
     if (p.work.min_bytes > 0) rate += fmt::format("{:.1f} GB/s", p.work.min_bytes / c->median_s * 1e-9);

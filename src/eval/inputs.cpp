@@ -29,4 +29,22 @@ std::vector<host_tensor> make_inputs(const problem::problem& p, const problem::c
   return out;
 }
 
+std::vector<host_tensor> widen_to_oracle(const problem::problem& p, const std::vector<host_tensor>& nominal) {
+  std::vector<host_tensor> out;
+  const auto ins = p.inputs();
+  for (std::size_t k = 0; k < ins.size(); ++k) {
+    const kf_dtype dt = ins[k]->oracle_dtype();
+    if (dt == nominal[k].dtype) {
+      out.push_back(nominal[k]);
+      continue;
+    }
+    const auto n = static_cast<std::size_t>(ins[k]->numel());
+    host_tensor h{dt, std::vector<std::uint8_t>(n * dtype_size(dt))};
+    for (std::size_t i = 0; i < n; ++i)
+      store_from_double(h.bytes.data(), dt, i, load_as_double(nominal[k].bytes.data(), nominal[k].dtype, i));
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
 } // namespace kforge::eval

@@ -15,4 +15,8 @@ namespace kforge::eval {
 [[nodiscard]] std::vector<host_tensor> make_inputs(const problem::problem& p, const problem::case_spec& c,
                                                    std::uint64_t seed, precision prec);
 
+/// The oracle's inputs from the nominal ones, without drawing again: real tensors widened to double.
+/// @post equal to make_inputs(p, c, seed, precision::oracle) for the nominal inputs' (c, seed)
+[[nodiscard]] std::vector<host_tensor> widen_to_oracle(const problem::problem& p, const std::vector<host_tensor>& nominal);
+
 } // namespace kforge::eval

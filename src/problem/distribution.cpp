@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace kforge::problem {
@@ -212,45 +213,61 @@ distribution parse_distribution(const std::string& spec_in) {
   return d;
 }
 
-void draw(const distribution& d, std::uint64_t seed, std::uint64_t stream, double* out, std::size_t n) {
-  const stream_key key(seed, stream);
+namespace {
+// Element i depends only on (seed, stream, i), so any split of [0, n) gives the same values.
+void draw_range(const distribution& d, const stream_key& key, double* out, std::size_t begin, std::size_t end) {
   switch (d.kind) {
   case distribution_kind::normal:
   case distribution_kind::offset:
   case distribution_kind::logits: {
     const double mean = d.kind == distribution_kind::logits ? 0.0 : d.a;
     const double sd = d.kind == distribution_kind::logits ? d.a : d.b;
-    for (std::size_t i = 0; i < n; ++i) out[i] = mean + sd * key.normal(i, 0);
+    for (std::size_t i = begin; i < end; ++i) out[i] = mean + sd * key.normal(i, 0);
     break;
   }
   case distribution_kind::uniform:
-    for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t i = begin; i < end; ++i) {
       const double v = d.a + (d.b - d.a) * key.unit(i, 0);
       out[i] = std::fmin(std::fmax(v, d.a), d.b);
     }
     break;
   case distribution_kind::log_uniform: {
     const double llo = std::log(d.a), lhi = std::log(d.b);
-    for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t i = begin; i < end; ++i) {
       const double mag = std::fmin(std::fmax(std::exp(llo + (lhi - llo) * key.unit(i, 0)), d.a), d.b);
       out[i] = (key.bits(i, 1) >> 63) ? -mag : mag;
     }
     break;
   }
   case distribution_kind::sparse:
-    for (std::size_t i = 0; i < n; ++i) out[i] = key.unit(i, 0) < d.a ? d.b * key.normal(i, 1) : 0.0;
+    for (std::size_t i = begin; i < end; ++i) out[i] = key.unit(i, 0) < d.a ? d.b * key.normal(i, 1) : 0.0;
     break;
   case distribution_kind::int_range: {
     // Bounds are exact integers within +/-2^53, so the count fits comfortably in 64 bits.
     const auto lo = static_cast<std::int64_t>(d.a);
     const auto count = static_cast<std::uint64_t>(static_cast<std::int64_t>(d.b) - lo) + 1;
-    for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t i = begin; i < end; ++i) {
       const std::uint64_t pick = mul_hi(key.bits(i, 0), count); // uniform in [0, count)
       out[i] = static_cast<double>(lo + static_cast<std::int64_t>(pick));
     }
     break;
   }
   }
+}
+} // namespace
+
+void draw(const distribution& d, std::uint64_t seed, std::uint64_t stream, double* out, std::size_t n) {
+  const stream_key key(seed, stream);
+  // GPU-sized tensors hold 10^8 elements: draw them on every core.
+  const std::size_t threads = n < (1u << 20) ? 1 : std::max(1u, std::thread::hardware_concurrency());
+  if (threads == 1) return draw_range(d, key, out, 0, n);
+  std::vector<std::thread> pool;
+  const std::size_t chunk = (n + threads - 1) / threads;
+  for (std::size_t t = 0; t < threads; ++t) {
+    const std::size_t b = t * chunk, e = std::min(n, b + chunk);
+    if (b < e) pool.emplace_back([&, b, e] { draw_range(d, key, out, b, e); });
+  }
+  for (auto& th : pool) th.join();
 }
 
 } // namespace kforge::problem

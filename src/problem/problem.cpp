@@ -376,7 +376,7 @@ public:
   problem read(const toml::table& root, const fs::path& dir) const {
     check_keys(root, "",
                {"name", "description", "backend", "dtype", "reference", "seed", "inputs", "outputs", "cases", "work",
-                "tolerance", "eval"});
+                "tolerance", "eval", "baselines"});
     problem p;
     p.name = *get_string(root, "", "name", true);
     if (!valid_problem_name(p.name))
@@ -466,6 +466,25 @@ public:
       std::error_code ec;
       const fs::path s = dir / (cuda ? "seed.cu" : "seed.cpp");
       if (fs::is_regular_file(s, ec)) p.seed = s.lexically_normal();
+    }
+
+    // Baselines: vendor-library (or any other) implementations timed beside the candidate.
+    if (const toml::array* arr = get_tables(root, "baselines")) {
+      for (std::size_t i = 0; i < arr->size(); ++i) {
+        const std::string prefix = fmt::format("baselines[{}]", i);
+        const toml::table& bt = *arr->get(i)->as_table();
+        check_keys(bt, prefix, {"name", "source"});
+        baseline_spec b;
+        b.name = *get_string(bt, prefix, "name", true);
+        if (!valid_identifier(b.name) || b.name == "candidate" || b.name == "reference")
+          fail(*bt.get("name"), sub(prefix, "name"),
+               fmt::format("invalid baseline name '{}': an identifier other than candidate and reference", b.name));
+        for (auto& o : p.baselines)
+          if (o.name == b.name) fail(*bt.get("name"), sub(prefix, "name"), fmt::format("duplicate baseline '{}'", b.name));
+        const std::string src = *get_string(bt, prefix, "source", true);
+        b.source = resolve_file(dir, src, bt.get("source"), sub(prefix, "source"));
+        p.baselines.push_back(std::move(b));
+      }
     }
     return p;
   }

@@ -63,6 +63,12 @@ struct eval_spec {
   double timeout_s = 60.0;      // watchdog for one worker
 };
 
+/// A named implementation timed beside every candidate (cuBLAS, cuDNN, ...), judged like one.
+struct baseline_spec {
+  std::string name;
+  std::filesystem::path source; // absolute
+};
+
 struct problem {
   std::filesystem::path dir;       // the problem directory
   std::filesystem::path toml_path; // dir / problem.toml
@@ -77,6 +83,7 @@ struct problem {
   eval_spec eval;
   std::filesystem::path reference;       // absolute path of the reference source
   std::optional<std::filesystem::path> seed; // absolute path of the seed candidate, if any
+  std::vector<baseline_spec> baselines;      // [[baselines]]: timed beside the candidate
   std::string toml_text;                 // the file as read, stored with the problem
 
   [[nodiscard]] std::vector<const tensor_spec*> inputs() const;  // inputs and params, ABI order

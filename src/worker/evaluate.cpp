@@ -123,6 +123,9 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   auto f_ref = launch("reference", p.reference, p.dtype);
   auto f_orc = launch("oracle", p.reference, KF_F64);
   auto f_cand = launch("candidate", candidate_source, p.dtype);
+  std::vector<std::future<role_build>> f_base;
+  if (opts.time)
+    for (auto& b : p.baselines) f_base.push_back(launch("baseline:" + b.name, b.source, p.dtype));
   auto record = [&](std::future<role_build>& f) {
     auto b = f.get();
     if (opts.observer.on_build) opts.observer.on_build(b);
@@ -132,6 +135,12 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   const auto ref = record(f_ref);
   const auto orc = record(f_orc);
   const auto cand = record(f_cand);
+  std::vector<build::artifact> base;
+  for (auto& f : f_base) {
+    base.push_back(record(f));
+    if (!base.back().ok)
+      KFORGE_THROW(problem, "{}: a baseline does not compile:\n{}", p.toml_path.string(), base.back().diagnostics);
+  }
   ev.phases["build_s"] = since(t_phase);
   t_phase = clock::now();
   if (!ref.ok)
@@ -274,9 +283,12 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   // 5. Timing, only for a correct candidate.
   if (!opts.time) return ev;
   const double budget = opts.time_budget_s > 0 ? opts.time_budget_s : p.eval.time_budget_s;
+  nlohmann::json subjects = nlohmann::json::array({{{"name", "candidate"}, {"library", cand.library.string()}},
+                                                   {{"name", "reference"}, {"library", ref.library.string()}}});
+  for (std::size_t i = 0; i < base.size(); ++i)
+    subjects.push_back({{"name", p.baselines[i].name}, {"library", base[i].library.string()}});
   auto timed = run_worker(exe,
-                          {{"role", "time"}, {"problem", problem_path},
-                           {"libraries", {{"candidate", cand.library.string()}, {"reference", ref.library.string()}}},
+                          {{"role", "time"}, {"problem", problem_path}, {"subjects", subjects},
                            {"timing",
                             {{"budget_s", budget}, {"min_samples", p.eval.min_samples},
                              {"max_samples", p.eval.max_samples}, {"target_rel_ci", p.eval.target_rel_ci},
@@ -368,6 +380,12 @@ nlohmann::json to_json(const evaluation& ev, const problem::problem& p) {
     nlohmann::json t;
     for (auto& s : ev.timings) t[s.subject] = eval::to_json(s);
     if (auto sp = ev.speedup()) t["speedup"] = *sp;
+    if (auto* c = ev.timing("candidate")) {
+      nlohmann::json over = nlohmann::json::object();
+      for (auto& s : ev.timings)
+        if (s.subject != "candidate" && c->median_s > 0) over[s.subject] = s.median_s / c->median_s;
+      t["speedup_over"] = over; // reference and every baseline: their median / the candidate's
+    }
     t["roofline"] = ev.roofline.is_null() ? nlohmann::json() : ev.roofline;
     if (auto* c = ev.timing("candidate")) {
       if (p.work.flops > 0) t["candidate_gflops"] = p.work.flops / c->median_s * 1e-9;

@@ -84,8 +84,9 @@ int run_oracle(channel_writer& ch, const problem::problem& p, const nlohmann::js
   for (auto& tj : job["trials"]) {
     trial t{tj["case"], tj["seed"], tj["trial"]};
     const auto& c = find_case(p, t.case_name);
-    rs.upload_inputs(eval::make_inputs(p, c, t.seed, eval::precision::nominal));
-    os.upload_inputs(eval::make_inputs(p, c, t.seed, eval::precision::oracle));
+    const auto nominal = eval::make_inputs(p, c, t.seed, eval::precision::nominal);
+    rs.upload_inputs(nominal);
+    os.upload_inputs(eval::widen_to_oracle(p, nominal));
     if (!sized) {
       rs.set_workspace(workspace_size(r, rs), 3);
       os.set_workspace(workspace_size(o, os), 4);
@@ -183,8 +184,10 @@ int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json
     std::vector<std::unique_ptr<eval::tensor_set>> sets;
   };
   std::vector<subject_state> subjects;
-  for (const char* name : {"candidate", "reference"}) {
-    auto l = load_kernel(job["libraries"][name]);
+  // The candidate first, then the reference, then any baselines.
+  for (auto& sj : job["subjects"]) {
+    const std::string name = sj["name"];
+    auto l = load_kernel(sj["library"]);
     if (auto* e = std::get_if<std::string>(&l)) {
       ch.send({{"type", "error"}, {"reason", "load_failed"}, {"message", fmt::format("{}: {}", name, *e)}});
       return 0;

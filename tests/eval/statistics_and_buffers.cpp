@@ -74,3 +74,21 @@ TEST(timer, a_failing_call_stops_timing_with_its_rc) {
   EXPECT_EQ(r[0].failed_rc, 7);
   EXPECT_LT(r[0].samples.size(), 5u);
 }
+
+#include "eval/inputs.hpp"
+#include "problem/problem.hpp"
+#include "test_util.hpp"
+
+TEST(inputs, oracle_inputs_are_the_nominal_values_widened) {
+  const auto p = problem::load(test::problems_dir() / "layernorm");
+  for (auto& c : p.cases) {
+    const auto nominal = eval::make_inputs(p, c, 99, eval::precision::nominal);
+    const auto drawn = eval::make_inputs(p, c, 99, eval::precision::oracle);
+    const auto widened = eval::widen_to_oracle(p, nominal);
+    ASSERT_EQ(drawn.size(), widened.size());
+    for (std::size_t k = 0; k < drawn.size(); ++k) {
+      EXPECT_EQ(drawn[k].dtype, KF_F64);
+      EXPECT_EQ(drawn[k].bytes, widened[k].bytes) << c.name << " input " << k;
+    }
+  }
+}
