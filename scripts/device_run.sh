@@ -12,12 +12,18 @@ echo "=== GPU tests"
 timeout 420 dist/test_gpu 2>&1 | tee "$OUT/test_gpu.log" | grep -E "^\[  |Failure|Which is|status" | head -60
 echo "=== calibrate"
 dist/kforge calibrate
+if [ -z "${SKIP_LATENCY:-}" ]; then
 echo "=== latency: simple candidate, cold cache (reference + oracle + candidate built)"
 KFORGE_CACHE=/tmp/kforge-cold /usr/bin/time -f '%e s wall' dist/kforge eval tests/gpu/problems/softmax_small problems/softmax/seed.cu --json > "$OUT/latency_cold.json"
 echo "=== latency: new candidate, warm reference/oracle"
 sed 's/threads = 256/threads = 512/' problems/softmax/seed.cu > /tmp/seed512.cu
 /usr/bin/time -f '%e s wall' dist/kforge eval tests/gpu/problems/softmax_small /tmp/seed512.cu | tail -4
-for p in ${DEVICE_PROBLEMS:-matmul layernorm softmax}; do
+fi
+for p in ${DEVICE_CHECK:-}; do
+  echo "=== check $p (reference, seed, baselines judged)"
+  timeout 300 dist/kforge check problems/$p | grep -E "^(reference|baseline|check|  verify|  time|           |  roofline)"
+done
+for p in ${DEVICE_PROBLEMS-matmul layernorm softmax}; do
   echo "=== problem $p: seed"
   /usr/bin/time -f '%e s wall, %M KB max RSS' timeout 400 dist/kforge eval problems/$p problems/$p/seed.cu --json > "$OUT/$p-seed.json"
   python3 -c "import json; j=json.load(open('$OUT/$p-seed.json')); t=j['timing'] or {}; print(j['status'], j['message'][:200]); print('phases', j['phases']); print('timing', {k: (v['median_s'] if isinstance(v, dict) and 'median_s' in v else v) for k, v in t.items() if k not in ('roofline',)}); print('roofline', t.get('roofline', {}) and {k: t['roofline'][k] for k in ('floor_s','bound','candidate_fraction','reference_fraction') if k in t['roofline']})"

@@ -26,6 +26,30 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+# CUTLASS/CuTe headers for CUDA candidates, from the nvidia-cutlass wheel (PyPI), unpacked
+# into third_party/cutlass/include (ignored by git); nvcc builds get -I to it.
+CUTLASS_VERSION=4.2.0.0
+if [ ! -f third_party/cutlass/VERSION ] || [ "$(cat third_party/cutlass/VERSION)" != "$CUTLASS_VERSION" ]; then
+  echo "setup: fetching CUTLASS $CUTLASS_VERSION headers"
+  tmp=$(mktemp -d)
+  python3 -m pip download -q --no-deps "nvidia-cutlass==$CUTLASS_VERSION" -d "$tmp"
+  rm -rf third_party/cutlass && mkdir -p third_party/cutlass
+  python3 - "$tmp"/nvidia_cutlass-*.whl third_party/cutlass <<'PY'
+import sys, zipfile, os
+whl, dest = sys.argv[1], sys.argv[2]
+prefix = "cutlass_library/source/include/"
+with zipfile.ZipFile(whl) as z:
+    for n in z.namelist():
+        if n.startswith(prefix) and not n.endswith("/"):
+            out = os.path.join(dest, "include", n[len(prefix):])
+            os.makedirs(os.path.dirname(out), exist_ok=True)
+            with open(out, "wb") as f:
+                f.write(z.read(n))
+PY
+  echo "$CUTLASS_VERSION" > third_party/cutlass/VERSION
+  rm -rf "$tmp"
+fi
+
 [ "${1:-}" = "--deps" ] && exit 0
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo

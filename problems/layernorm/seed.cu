@@ -1,7 +1,8 @@
 // Seed: the statistics spread over many blocks per sample (the reference uses one):
-// kernel 1 writes per-chunk shifted sums and sums of squares of deviations from the
-// chunk's own mean into the workspace; kernel 2 merges them per sample (Chan et al.'s
-// pairwise update, stable for large means) and normalises with a grid of blocks.
+// kernel 1 writes, per chunk, the sum of (x - x[sample, 0]) and the sum of squared
+// deviations from the chunk's own mean into the workspace; kernel 2 merges them per
+// sample (m2 = sum m2_c + len * (mean_c - mean)^2, all in the shifted frame, so a large
+// mean never enters a rounding) and normalises with a grid of blocks.
 #include <kforge/kernel.h>
 #include <cuda_runtime.h>
 
@@ -19,38 +20,47 @@ __device__ float block_sum(float v, float* red) {
   return r;
 }
 
-// stats[sample * chunks + c] = {count, mean, m2} of one chunk, two passes over the chunk.
+// stats[sample * chunks + c] = {count, sum of (x - shift), m2 about the chunk mean}.
 __global__ void chunk_stats(const float* __restrict__ x, float3* __restrict__ stats, long n) {
   __shared__ float red[threads / 32];
   const long sample = blockIdx.y, c = blockIdx.x, len = n / chunks;
+  const float shift = x[sample * n];
   const float* xs = x + sample * n + c * len;
-  const float shift = xs[0];
   float s = 0.f;
   for (long i = threadIdx.x; i < len; i += threads) s += xs[i] - shift;
-  const float mean = shift + block_sum(s, red) / float(len);
+  s = block_sum(s, red);
+  const float dmean = s / float(len); // chunk mean - shift
   float q = 0.f;
-  for (long i = threadIdx.x; i < len; i += threads) q += (xs[i] - mean) * (xs[i] - mean);
+  for (long i = threadIdx.x; i < len; i += threads) {
+    const float d = (xs[i] - shift) - dmean;
+    q += d * d;
+  }
   q = block_sum(q, red);
-  if (threadIdx.x == 0) stats[sample * chunks + c] = make_float3(float(len), mean, q);
+  if (threadIdx.x == 0) stats[sample * chunks + c] = make_float3(float(len), s, q);
 }
 
 __global__ void normalise(const float* __restrict__ x, const float* __restrict__ g, const float* __restrict__ b,
                           const float3* __restrict__ stats, float* __restrict__ y, long n) {
   const long sample = blockIdx.y;
   // Merge the chunk statistics (every block redoes this small merge: 256 entries).
-  float cnt = 0.f, mean = 0.f, m2 = 0.f;
+  const float3* st = stats + sample * chunks;
+  float cnt = 0.f, sum = 0.f;
   for (int c = 0; c < chunks; ++c) {
-    const float3 s = stats[sample * chunks + c];
-    const float tot = cnt + s.x, d = s.y - mean;
-    mean += d * s.x / tot;
-    m2 += s.z + d * d * cnt * s.x / tot;
-    cnt = tot;
+    cnt += st[c].x;
+    sum += st[c].y;
+  }
+  const float dmean = sum / cnt; // sample mean - shift
+  float m2 = 0.f;
+  for (int c = 0; c < chunks; ++c) {
+    const float d = st[c].y / st[c].x - dmean;
+    m2 += st[c].z + st[c].x * d * d;
   }
   const float rstd = rsqrtf(m2 / cnt + 1e-5f);
   const float* xs = x + sample * n;
+  const float shift = xs[0];
   float* ys = y + sample * n;
   for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
-    ys[i] = (xs[i] - mean) * rstd * g[i] + b[i];
+    ys[i] = ((xs[i] - shift) - dmean) * rstd * g[i] + b[i];
 }
 } // namespace
 

@@ -110,6 +110,12 @@ artifact compile_host(const request& rq) {
   return cached_compile("host", env_or({"KFORGE_CXX", "CXX"}, "g++"), flags, rq);
 }
 
+std::filesystem::path cutlass_include_dir() {
+  if (const char* v = std::getenv("KFORGE_CUTLASS"); v && *v) return v;
+  const auto d = abi_include_dir().parent_path() / "third_party" / "cutlass" / "include";
+  return std::filesystem::exists(d / "cute" / "tensor.hpp") ? d : std::filesystem::path();
+}
+
 std::string nvcc_path() {
 #ifdef KFORGE_NVCC
   const std::string built_with = KFORGE_NVCC;
@@ -132,6 +138,7 @@ artifact compile_nvcc(const request& rq) {
       "-include", "cuda_fp16.h", "-include", "cuda_bf16.h"};
   auto inc = common_includes(rq, src);
   flags.insert(flags.end(), inc.begin(), inc.end());
+  if (auto cutlass = cutlass_include_dir(); !cutlass.empty()) flags.push_back("-I" + cutlass.string());
   // Vendor libraries, for baselines: linked only when the source includes their header,
   // so a plain candidate never depends on a library the GPU machine might lack.
   const std::string text = read_file(src);

@@ -47,6 +47,9 @@ struct artifact {
 [[nodiscard]] artifact compile(const request& rq, problem_backend b);
 [[nodiscard]] artifact compile_host(const request& rq);
 [[nodiscard]] artifact compile_nvcc(const request& rq);
+/// CUTLASS/CuTe headers (scripts/setup.sh unpacks them into third_party/cutlass/include;
+/// $KFORGE_CUTLASS overrides). @return empty when absent: nvcc builds then lack -I for them.
+[[nodiscard]] std::filesystem::path cutlass_include_dir();
 /// The nvcc to run: $KFORGE_NVCC, else the one kforge was built with, else nvcc on PATH.
 [[nodiscard]] std::string nvcc_path();
 /// Per-kernel resources from ptxas -v output. @return [{kernel, registers, smem_bytes, stack_bytes, spill_*}]

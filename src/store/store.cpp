@@ -7,6 +7,8 @@
 
 #include <array>
 #include <string_view>
+#include <thread>
+#include <chrono>
 #include <system_error>
 #include <utility>
 
@@ -232,7 +234,15 @@ store::store(const std::filesystem::path& db_path) : m_path(db_path) {
     sqlite3_extended_result_codes(m_db, 1);
     if (sqlite3_busy_timeout(m_db, busy_timeout_ms) != SQLITE_OK) fail(m_db, m_path, "setting busy timeout");
     exec(m_db, m_path, "PRAGMA foreign_keys=ON", "enabling foreign keys");
-    exec(m_db, m_path, "PRAGMA journal_mode=WAL", "enabling WAL journal");
+    // Switching a fresh file to WAL needs an exclusive lock and does not wait on the busy
+    // handler: when several kforge processes create one database at once, retry.
+    for (int attempt = 0;; ++attempt) {
+      const int rc = sqlite3_exec(m_db, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr);
+      if (rc == SQLITE_OK) break;
+      if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || attempt * 10 > busy_timeout_ms)
+        fail(m_db, m_path, "enabling WAL journal");
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     exec(m_db, m_path, "PRAGMA synchronous=NORMAL", "setting synchronous mode");
     migrate();
   } catch (...) {

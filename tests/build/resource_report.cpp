@@ -67,3 +67,10 @@ TEST(calibration, cache_file_is_per_device_model) {
   EXPECT_EQ(back.fp32_flops, 3);
   EXPECT_EQ(back.device, "X");
 }
+
+TEST(nvcc_build, cute_headers_are_on_the_include_path) {
+  ASSERT_FALSE(build::cutlass_include_dir().empty()) << "run scripts/setup.sh --deps to unpack CUTLASS";
+  auto a = build::compile_nvcc({.source = std::filesystem::path(KFORGE_SOURCE_DIR) / "examples" / "softmax_cute.cu"});
+  ASSERT_TRUE(a.ok) << a.diagnostics;
+  EXPECT_NE(a.command.find("cutlass"), std::string::npos);
+}

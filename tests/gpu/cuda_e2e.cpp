@@ -93,3 +93,12 @@ TEST(cuda_calibrate, measures_plausible_ceilings_and_reports_the_roofline) {
   auto cheat = worker::evaluate(medium, test::source_dir() / "tests" / "gpu" / "kernels" / "skips_work_when_timed.cu", o);
   EXPECT_EQ(cheat.status, "impossible_time") << cheat.message;
 }
+
+TEST(cuda_eval, the_cute_example_passes) {
+  const auto p = small();
+  worker::evaluate_options o;
+  o.worker_exe = test::worker_binary();
+  o.time = false;
+  auto ev = worker::evaluate(p, test::source_dir() / "examples" / "softmax_cute.cu", o);
+  EXPECT_EQ(ev.status, "passed") << ev.message;
+}
