@@ -24,7 +24,7 @@ recorded_evaluation evaluate_and_record(store::store& db, const problem::problem
     db.put_build({.candidate_id = r.candidate_id, .role = b.role, .compiler = b.artifact.compiler,
                   .flags = b.artifact.command, .cache_key = b.artifact.cache_key, .ok = b.artifact.ok,
                   .cached = b.artifact.cached, .diagnostics = b.artifact.diagnostics,
-                  .duration_s = b.artifact.duration_s});
+                  .duration_s = b.artifact.duration_s, .resources_json = b.artifact.resources.dump()});
   };
   opts.observer.on_check = [&](const eval::check_result& c) {
     nlohmann::json d = c.detail;

@@ -24,7 +24,7 @@ namespace {
 // ---------------------------------------------------------------------------------
 #define KFORGE_NOW "(strftime('%Y-%m-%dT%H:%M:%fZ','now'))"
 
-constexpr std::array<std::string_view, 1> migrations{
+constexpr std::array<std::string_view, 2> migrations{
     // 1: the initial schema.
     R"sql(
 CREATE TABLE problems (
@@ -104,6 +104,10 @@ CREATE TABLE timings (
   p90_s         REAL NOT NULL
 );
 CREATE INDEX timings_evaluation ON timings(evaluation_id);
+)sql",
+    // 2: the compiler's per-kernel resource report (registers, shared memory, stack, spills).
+    R"sql(
+ALTER TABLE builds ADD COLUMN resources_json TEXT NOT NULL DEFAULT '[]';
 )sql",
 };
 
@@ -211,6 +215,7 @@ build_record read_build(const statement& s) {
   b.diagnostics = s.text(8);
   b.duration_s = s.f64(9);
   b.created_at = s.text(10);
+  b.resources_json = s.text(11);
   return b;
 }
 
@@ -347,10 +352,10 @@ int64_t store::put_build(const build_record& b) {
   // created_at: the caller's timestamp when given, else now.
   statement s(m_db, m_path,
               "INSERT INTO builds (candidate_id, role, compiler, flags, cache_key, ok, cached, diagnostics, "
-              "duration_s, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, COALESCE(NULLIF(?, ''), " KFORGE_NOW
-              ")) RETURNING id");
+              "duration_s, created_at, resources_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, COALESCE(NULLIF(?, ''), "
+              KFORGE_NOW "), ?) RETURNING id");
   s.bind(b.candidate_id).bind(b.role).bind(b.compiler).bind(b.flags).bind(b.cache_key).bind(b.ok).bind(b.cached);
-  s.bind(b.diagnostics).bind(b.duration_s).bind(b.created_at);
+  s.bind(b.diagnostics).bind(b.duration_s).bind(b.created_at).bind(b.resources_json.empty() ? "[]" : b.resources_json);
   if (!s.step()) fail(m_db, m_path, "inserting build");
   int64_t id = s.i64(0);
   s.run();
@@ -360,7 +365,7 @@ int64_t store::put_build(const build_record& b) {
 std::vector<build_record> store::builds_of(int64_t candidate_id) const {
   statement s(m_db, m_path,
               "SELECT id, candidate_id, role, compiler, flags, cache_key, ok, cached, diagnostics, duration_s, "
-              "created_at FROM builds WHERE candidate_id = ? ORDER BY id");
+              "created_at, resources_json FROM builds WHERE candidate_id = ? ORDER BY id");
   s.bind(candidate_id);
   std::vector<build_record> out;
   while (s.step()) out.push_back(read_build(s));

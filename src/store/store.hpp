@@ -48,6 +48,7 @@ struct build_record {
   std::string diagnostics;
   double duration_s = 0.0;
   std::string created_at;
+  std::string resources_json = "[]"; // nvcc: per kernel registers, smem_bytes, stack_bytes, spill_*_bytes
 };
 
 struct check_record {
@@ -101,7 +102,7 @@ public:
   store& operator=(const store&) = delete;
 
   [[nodiscard]] int schema_version() const;
-  static constexpr int latest_schema_version = 1;
+  static constexpr int latest_schema_version = 2;
 
   /// Idempotent on (name, spec_hash). @return the problem id.
   int64_t put_problem(const problem_record& p);

@@ -361,7 +361,7 @@ nlohmann::json to_json(const evaluation& ev, const problem::problem& p) {
     j["builds"].push_back({{"role", b.role}, {"ok", b.artifact.ok}, {"cached", b.artifact.cached},
                            {"duration_s", b.artifact.duration_s}, {"cache_key", b.artifact.cache_key},
                            {"compiler", b.artifact.compiler}, {"command", b.artifact.command},
-                           {"diagnostics", b.artifact.diagnostics}});
+                           {"diagnostics", b.artifact.diagnostics}, {"resources", b.artifact.resources}});
   j["trials"] = ev.trials;
   j["phases"] = ev.phases;
   j["reference_error"] = nlohmann::json::array();

@@ -555,3 +555,25 @@ TEST_F(StoreTest, ConcurrentProcessesShareOneFile) {
   EXPECT_EQ(raw_query(path, "SELECT count(*) FROM problems"), std::vector<std::string>{"1"});
   EXPECT_EQ(raw_query(path, "SELECT count(*) FROM checks"), std::vector<std::string>{std::to_string(procs * evals)});
 }
+
+TEST_F(StoreTest, ResourceReportRoundTripsAndVersion1Migrates) {
+  {
+    store db(db_path());
+    auto cid = db.put_candidate(db.put_problem(problem()), "src", "file", "k.cu");
+    kforge::store::build_record b;
+    b.candidate_id = cid;
+    b.role = "candidate";
+    b.resources_json = R"([{"kernel":"k","registers":32}])";
+    db.put_build(b);
+    EXPECT_EQ(db.builds_of(cid).at(0).resources_json, b.resources_json);
+  }
+  // Make the file a version-1 database (no resources column), then reopen: it migrates
+  // forward and the old build reads back with an empty report.
+  raw_query(db_path(), "ALTER TABLE builds DROP COLUMN resources_json");
+  raw_query(db_path(), "PRAGMA user_version = 1");
+  store db(db_path());
+  EXPECT_EQ(db.schema_version(), 2);
+  auto builds = db.builds_of(1);
+  ASSERT_EQ(builds.size(), 1u);
+  EXPECT_EQ(builds[0].resources_json, "[]");
+}
