@@ -1,6 +1,7 @@
 #include "problem/distribution.hpp"
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 #include <algorithm>
 #include <array>
@@ -46,22 +47,6 @@ std::string_view trim(std::string_view s) {
 
 bool is_ident_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
-
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  // Optimal string alignment: insertions, deletions, substitutions and adjacent swaps.
-  const std::size_t w = b.size() + 1;
-  std::vector<std::size_t> d((a.size() + 1) * w);
-  for (std::size_t i = 0; i <= a.size(); ++i) d[i * w] = i;
-  for (std::size_t j = 0; j <= b.size(); ++j) d[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i)
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      std::size_t v = std::min({d[(i - 1) * w + j] + 1, d[i * w + j - 1] + 1,
-                                d[(i - 1) * w + j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) v = std::min(v, d[(i - 2) * w + j - 2] + 1);
-      d[i * w + j] = v;
-    }
-  return d[a.size() * w + b.size()];
 }
 
 [[noreturn]] void bad_syntax(std::string_view spec, std::string_view why) {

@@ -2,6 +2,7 @@
 
 #include "core/dtype.hpp"
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 #include <toml++/toml.h>
 
@@ -48,22 +49,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using keys = std::initializer_list<std::string_view>;
-
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  // Optimal string alignment: insertions, deletions, substitutions and adjacent swaps.
-  const std::size_t w = b.size() + 1;
-  std::vector<std::size_t> d((a.size() + 1) * w);
-  for (std::size_t i = 0; i <= a.size(); ++i) d[i * w] = i;
-  for (std::size_t j = 0; j <= b.size(); ++j) d[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i)
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      std::size_t v = std::min({d[(i - 1) * w + j] + 1, d[i * w + j - 1] + 1,
-                                d[(i - 1) * w + j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) v = std::min(v, d[(i - 2) * w + j - 2] + 1);
-      d[i * w + j] = v;
-    }
-  return d[a.size() * w + b.size()];
-}
 
 /// @return the candidate closest to `word` within edit distance 2, or "" when none is.
 std::string closest(std::string_view word, const std::vector<std::string>& candidates) {
