@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <thread>
+#include <vector>
 
 namespace kforge::eval {
 namespace {
@@ -75,52 +77,104 @@ std::vector<check_result> compare_output(const problem::tensor_spec& spec, const
   check_result tolerance{.name = "tolerance", .output = spec.name};
   const bool real = dtype_is_real(spec.dtype);
 
-  std::size_t poisoned = 0, first_poison = 0;
-  std::size_t bad_class = 0, first_bad_class = 0;
-  double max_ec = 0, max_er = 0, max_o = 0, ec2 = 0, er2 = 0, o2 = 0;
-  std::size_t worst = n, worst_rtol = n;
-  double worst_rtol_ratio = 0;
-  std::size_t rtol_fail = 0;
-  std::size_t int_mismatch = 0, first_int_mismatch = 0;
-
-  for (std::size_t i = 0; i < n; ++i) {
-    if (real && is_poison(cand, i)) {
-      if (poisoned++ == 0) first_poison = i;
-      continue;
-    }
-    const double c = load_as_double(cand.bytes.data(), cand.dtype, i);
-    const double o = load_as_double(oracle.bytes.data(), oracle.dtype, i);
-    const double r = load_as_double(ref.bytes.data(), ref.dtype, i);
-    if (!real) {
-      if (c != o && int_mismatch++ == 0) first_int_mismatch = i;
-      continue;
-    }
-    const int cc = fp_class(c), oc = fp_class(o), rc = fp_class(r);
-    if (cc != oc && !(rc != oc && cc == rc)) {
-      if (bad_class++ == 0) first_bad_class = i;
-      continue;
-    }
-    if (cc != 0 || oc != 0 || rc != 0) continue;
-    const double ec = std::fabs(c - o), er = std::fabs(r - o);
-    if (worst == n || ec > max_ec) {
-      max_ec = ec;
-      worst = i;
-    }
-    max_er = std::max(max_er, er);
-    max_o = std::max(max_o, std::fabs(o));
-    ec2 += ec * ec;
-    er2 += er * er;
-    o2 += o * o;
-    if (tol.policy == problem::tolerance_policy::rtol) {
-      const double allowed = tol.atol + tol.rtol * std::fabs(o);
-      const double ratio = allowed > 0 ? ec / allowed : (ec > 0 ? std::numeric_limits<double>::infinity() : 0);
-      if (ec > allowed) ++rtol_fail;
-      if (worst_rtol == n || ratio > worst_rtol_ratio) {
-        worst_rtol_ratio = ratio;
-        worst_rtol = i;
+  // One pass over the elements, in chunks on every core (GPU outputs hold 10^8 elements);
+  // partial results merge in chunk order, so "first" and "worst" are the same elements a
+  // sequential pass would name.
+  struct scan {
+    std::size_t n = 0;
+    std::size_t poisoned = 0, first_poison = 0, bad_class = 0, first_bad_class = 0;
+    double max_ec = 0, max_er = 0, max_o = 0, ec2 = 0, er2 = 0, o2 = 0;
+    std::size_t worst = 0, worst_rtol = 0;
+    bool have_worst = false, have_worst_rtol = false;
+    double worst_rtol_ratio = 0;
+    std::size_t rtol_fail = 0, int_mismatch = 0, first_int_mismatch = 0;
+  };
+  auto run = [&](std::size_t begin, std::size_t end) {
+    scan a;
+    for (std::size_t i = begin; i < end; ++i) {
+      if (real && is_poison(cand, i)) {
+        if (a.poisoned++ == 0) a.first_poison = i;
+        continue;
+      }
+      const double c = load_as_double(cand.bytes.data(), cand.dtype, i);
+      const double o = load_as_double(oracle.bytes.data(), oracle.dtype, i);
+      const double r = load_as_double(ref.bytes.data(), ref.dtype, i);
+      if (!real) {
+        if (c != o && a.int_mismatch++ == 0) a.first_int_mismatch = i;
+        continue;
+      }
+      const int cc = fp_class(c), oc = fp_class(o), rc = fp_class(r);
+      if (cc != oc && !(rc != oc && cc == rc)) {
+        if (a.bad_class++ == 0) a.first_bad_class = i;
+        continue;
+      }
+      if (cc != 0 || oc != 0 || rc != 0) continue;
+      const double ec = std::fabs(c - o), er = std::fabs(r - o);
+      if (!a.have_worst || ec > a.max_ec) {
+        a.max_ec = ec;
+        a.worst = i;
+        a.have_worst = true;
+      }
+      a.max_er = std::max(a.max_er, er);
+      a.max_o = std::max(a.max_o, std::fabs(o));
+      a.ec2 += ec * ec;
+      a.er2 += er * er;
+      a.o2 += o * o;
+      if (tol.policy == problem::tolerance_policy::rtol) {
+        const double allowed = tol.atol + tol.rtol * std::fabs(o);
+        const double ratio = allowed > 0 ? ec / allowed : (ec > 0 ? std::numeric_limits<double>::infinity() : 0);
+        if (ec > allowed) ++a.rtol_fail;
+        if (!a.have_worst_rtol || ratio > a.worst_rtol_ratio) {
+          a.worst_rtol_ratio = ratio;
+          a.worst_rtol = i;
+          a.have_worst_rtol = true;
+        }
       }
     }
+    return a;
+  };
+  auto merge = [](scan& a, const scan& b) { // b's elements all come after a's
+    if (b.poisoned && !a.poisoned) a.first_poison = b.first_poison;
+    a.poisoned += b.poisoned;
+    if (b.bad_class && !a.bad_class) a.first_bad_class = b.first_bad_class;
+    a.bad_class += b.bad_class;
+    if (b.int_mismatch && !a.int_mismatch) a.first_int_mismatch = b.first_int_mismatch;
+    a.int_mismatch += b.int_mismatch;
+    if (b.have_worst && (!a.have_worst || b.max_ec > a.max_ec)) {
+      a.max_ec = b.max_ec;
+      a.worst = b.worst;
+      a.have_worst = true;
+    }
+    if (b.have_worst_rtol && (!a.have_worst_rtol || b.worst_rtol_ratio > a.worst_rtol_ratio)) {
+      a.worst_rtol_ratio = b.worst_rtol_ratio;
+      a.worst_rtol = b.worst_rtol;
+      a.have_worst_rtol = true;
+    }
+    a.max_er = std::max(a.max_er, b.max_er);
+    a.max_o = std::max(a.max_o, b.max_o);
+    a.ec2 += b.ec2;
+    a.er2 += b.er2;
+    a.o2 += b.o2;
+    a.rtol_fail += b.rtol_fail;
+  };
+  const std::size_t chunks = n < (1u << 20) ? 1 : std::max(1u, std::thread::hardware_concurrency());
+  std::vector<scan> parts(chunks);
+  {
+    const std::size_t per = (n + chunks - 1) / chunks;
+    std::vector<std::thread> pool;
+    for (std::size_t t = 1; t < chunks; ++t)
+      pool.emplace_back([&, t] { parts[t] = run(std::min(n, t * per), std::min(n, (t + 1) * per)); });
+    parts[0] = run(0, std::min(n, per));
+    for (auto& th : pool) th.join();
   }
+  scan all = parts[0];
+  for (std::size_t t = 1; t < chunks; ++t) merge(all, parts[t]);
+  const std::size_t poisoned = all.poisoned, first_poison = all.first_poison;
+  const std::size_t bad_class = all.bad_class, first_bad_class = all.first_bad_class;
+  const double max_ec = all.max_ec, max_er = all.max_er, max_o = all.max_o, ec2 = all.ec2, er2 = all.er2, o2 = all.o2;
+  const std::size_t worst = all.have_worst ? all.worst : n, worst_rtol = all.have_worst_rtol ? all.worst_rtol : n;
+  const double worst_rtol_ratio = all.worst_rtol_ratio;
+  const std::size_t rtol_fail = all.rtol_fail, int_mismatch = all.int_mismatch, first_int_mismatch = all.first_int_mismatch;
 
   auto element = [&](std::size_t i) {
     nlohmann::json j{{"index", i}, {"element", element_name(spec, i)}};

@@ -185,3 +185,23 @@ TEST(compare, reference_error_measures_float_rounding) {
   EXPECT_LT(e.max_abs, 1e-6);
   EXPECT_GT(e.rel_l2, 0.0);
 }
+
+TEST(compare, large_outputs_scan_in_parallel_and_name_the_first_worst_element) {
+  // Over 2^20 elements the scan is split across threads; the reported elements must be
+  // those a sequential pass finds: the first unwritten, and the earliest of equal worsts.
+  const std::size_t n = (1u << 21) + 7;
+  std::vector<double> truth(n);
+  for (std::size_t i = 0; i < n; ++i) truth[i] = 1.0 + (i % 13) * 0.25;
+  auto oracle = tensor(KF_F64, truth), ref = tensor(KF_F32, truth);
+  auto v = truth;
+  v[n - 5] += 1.0;          // the same error twice:
+  v[n / 2 + 3] += 1.0;      // the earlier one is the worst
+  auto c = tensor(KF_F32, v);
+  std::memset(c.bytes.data() + 4 * (n - 2), 0xFF, 4); // unwritten, late
+  std::memset(c.bytes.data() + 4 * (n / 3), 0xFF, 4); // unwritten, earlier
+  auto cs = eval::compare_output(spec({static_cast<int64_t>(n)}), {}, c, oracle, ref);
+  EXPECT_EQ(find(cs, "unwritten").detail["count"], 2);
+  EXPECT_EQ(find(cs, "unwritten").detail["first"], "y[" + std::to_string(n / 3) + "]");
+  EXPECT_EQ(find(cs, "tolerance").detail["worst"]["index"], n / 2 + 3);
+  EXPECT_FALSE(find(cs, "tolerance").passed);
+}
