@@ -9,6 +9,7 @@
 #include "core/hash.hpp"
 #include "core/subprocess.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -62,6 +63,15 @@ artifact cached_compile(const std::string& toolchain, const std::string& exe, st
   hasher h;
   h.add(toolchain).add(a.compiler).add(abi_text).add(source_text);
   for (auto& f : flags) h.add(f);
+  // Headers beside the source (-I of its folder) can change the object too: hash them,
+  // in name order, so editing one never serves a stale build.
+  std::vector<std::filesystem::path> headers;
+  for (auto& e : std::filesystem::directory_iterator(src.parent_path())) {
+    const auto ext = e.path().extension();
+    if (e.is_regular_file() && (ext == ".h" || ext == ".hpp" || ext == ".cuh" || ext == ".inl")) headers.push_back(e.path());
+  }
+  std::sort(headers.begin(), headers.end());
+  for (auto& hp : headers) h.add(hp.filename().string()).add(read_file(hp));
   a.cache_key = h.hex();
 
   if (auto entry = cache_lookup(a.cache_key)) {

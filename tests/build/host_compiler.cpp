@@ -83,3 +83,16 @@ TEST(host_compiler, missing_source_throws_naming_it) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/k.cpp"), std::string::npos);
   }
 }
+
+TEST(host_compiler, a_header_beside_the_source_is_part_of_the_key) {
+  cache_env env;
+  test::temp_dir d;
+  test::write(d / "value.h", "#define VALUE 1\n");
+  test::write(d / "k.cpp", "#include <kforge/kernel.h>\n#include \"value.h\"\nKF_EXPORT int kf_forward(const kf_args*) { return VALUE; }\n");
+  auto a = build::compile_host({.source = d / "k.cpp"});
+  ASSERT_TRUE(a.ok) << a.diagnostics;
+  test::write(d / "value.h", "#define VALUE 2\n");
+  auto b = build::compile_host({.source = d / "k.cpp"});
+  EXPECT_NE(a.cache_key, b.cache_key);
+  EXPECT_FALSE(b.cached);
+}
