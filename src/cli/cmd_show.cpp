@@ -84,8 +84,12 @@ command_fn add_show_command(CLI::App& app, global_options& g) {
       if (c.passed) continue;
       auto d = nlohmann::json::parse(c.detail_json, nullptr, false);
       std::string msg = d.is_object() ? d.value("message", "") : "";
+      const bool repeat_call = d.is_object() && d.value("run", 0) == 1;
       std::cout << fmt::format("  FAIL {:<16} {}{}\n", c.name,
-                               c.case_name.empty() ? "" : fmt::format("case '{}' trial {}: ", c.case_name, c.trial), msg);
+                               c.case_name.empty() ? ""
+                                                   : fmt::format("case '{}' trial {}{}: ", c.case_name, c.trial,
+                                                                 repeat_call ? " (repeat call)" : ""),
+                               msg);
     }
     for (auto& t : ev->timings)
       std::cout << fmt::format("time       {:<10} median {}  min {}  max {}  n={}\n", t.subject,
