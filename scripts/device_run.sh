@@ -8,6 +8,13 @@ OUT=${OUT:-$PWD/device-out}
 mkdir -p "$OUT"
 export KFORGE_SOURCE_DIR=$PWD KFORGE_WORKER=$PWD/dist/kforge-worker KFORGE_CACHE=/tmp/kforge-cache KFORGE_DB=$OUT/kforge.db
 nvidia-smi -L
+# kforge-nvrtc needs libnvrtc.so.13: found through its RUNPATH where the toolkit sits where it
+# did on the build machine, else here.
+if ! ldd dist/kforge-nvrtc | grep -q "libnvrtc.so.13 => /"; then
+  nvrtc_dir=$(dirname "$(find / -name 'libnvrtc.so.13' -not -path '/proc/*' 2>/dev/null | head -1)")
+  echo "libnvrtc.so.13 from $nvrtc_dir"
+  export LD_LIBRARY_PATH=$nvrtc_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
 echo "=== GPU tests"
 timeout 420 dist/test_gpu 2>&1 | tee "$OUT/test_gpu.log" | grep -E "^\[  |Failure|Which is|status" | head -60
 echo "=== calibrate"
@@ -18,7 +25,16 @@ KFORGE_CACHE=/tmp/kforge-cold /usr/bin/time -f '%e s wall' dist/kforge eval test
 echo "=== latency: new candidate, warm reference/oracle"
 sed 's/threads = 256/threads = 512/' problems/softmax/seed.cu > /tmp/seed512.cu
 /usr/bin/time -f '%e s wall' dist/kforge eval tests/gpu/problems/softmax_small /tmp/seed512.cu | tail -4
+echo "=== latency: new kernel-only candidate (NVRTC), warm reference/oracle"
+/usr/bin/time -f '%e s wall' dist/kforge eval tests/gpu/problems/softmax_small examples/softmax_nvrtc.cu --json > "$OUT/latency_nvrtc.json"
+python3 -c "import json; j=json.load(open('$OUT/latency_nvrtc.json')); print(j['status'], 'phases', j['phases']); print([(b['role'], b['toolchain'], b['cached'], round(b['duration_s'], 3)) for b in j['builds']])"
 fi
+for src in ${DEVICE_EXTRA:-}; do
+  p=${src%%:*}; f=${src#*:}
+  echo "=== problem $p: $f"
+  /usr/bin/time -f '%e s wall, %M KB max RSS' timeout 400 dist/kforge eval problems/$p $f --json > "$OUT/$p-extra.json"
+  python3 -c "import json; j=json.load(open('$OUT/$p-extra.json')); t=j['timing'] or {}; print(j['status'], j['message'][:200]); print('phases', j['phases']); print('timing', {k: (v['median_s'] if isinstance(v, dict) and 'median_s' in v else v) for k, v in t.items() if k not in ('roofline',)}); print('roofline', t.get('roofline'))"
+done
 for p in ${DEVICE_CHECK:-}; do
   echo "=== check $p (reference, seed, baselines judged)"
   timeout 300 dist/kforge check problems/$p | grep -E "^(reference|baseline|check|  verify|  time|           |  roofline)"

@@ -24,6 +24,21 @@ struct temp_dir {
   [[nodiscard]] std::filesystem::path operator/(const std::string& s) const { return path / s; }
 };
 
+/// Points KFORGE_CACHE at a fresh folder for this object's life, so "cached" in a test
+/// means that test's own earlier build.
+struct cache_env {
+  temp_dir dir;
+  std::string old;
+  cache_env() {
+    if (const char* v = std::getenv("KFORGE_CACHE")) old = v;
+    ::setenv("KFORGE_CACHE", dir.path.c_str(), 1);
+  }
+  ~cache_env() {
+    if (old.empty()) ::unsetenv("KFORGE_CACHE");
+    else ::setenv("KFORGE_CACHE", old.c_str(), 1);
+  }
+};
+
 inline void write(const std::filesystem::path& p, const std::string& text) { write_file_atomic(p, text); }
 
 // Where the tree and binaries are: the paths of the build, unless the environment moves

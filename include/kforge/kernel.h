@@ -21,8 +21,17 @@
 #ifndef KFORGE_KERNEL_H
 #define KFORGE_KERNEL_H
 
+#if defined(__CUDACC_RTC__)
+/* NVRTC (kernel-only candidates) has no C library headers; these match LP64 Linux. */
+typedef signed char int8_t;
+typedef int int32_t;
+typedef long int64_t;
+typedef unsigned char uint8_t;
+typedef unsigned long size_t;
+#else
 #include <stddef.h>
 #include <stdint.h>
+#endif
 
 #define KF_ABI_VERSION 1
 
@@ -57,9 +66,11 @@ typedef struct {
   size_t workspace_bytes;
 } kf_args;
 
+#if !defined(__CUDACC_RTC__) /* kernel-only candidates (NVRTC) have no host functions */
 /* Required: enqueue all work (on args->stream for CUDA); return 0 on success. */
 KF_EXPORT int kf_forward(const kf_args* args);
 /* Optional: workspace the candidate needs for these shapes; asked once per shape. */
 KF_EXPORT size_t kf_workspace_bytes(const kf_args* args);
+#endif
 
 #endif /* KFORGE_KERNEL_H */

@@ -3,6 +3,7 @@
 // it from the cache, or compile into a private folder and publish it atomically.
 #include "build/build_cache.hpp"
 #include "build/compiler.hpp"
+#include "build/launch_plan.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
@@ -51,13 +52,20 @@ std::vector<std::string> common_includes(const request& rq, const std::filesyste
   return f;
 }
 
+// @param output the file name the compiler writes into the cache entry ("kernel.so").
 artifact cached_compile(const std::string& toolchain, const std::string& exe, std::vector<std::string> flags,
-                        const request& rq) {
+                        const request& rq, const std::string& output = "kernel.so") {
   artifact a;
+  a.toolchain = toolchain;
   a.compiler = compiler_identity(exe);
   const auto src = std::filesystem::absolute(rq.source);
   const std::string source_text = read_file(src);
-  const std::string abi_text = read_file(abi_include_dir() / "kforge" / "kernel.h");
+  // Every header kforge puts on the include path (the ABI, the NVRTC prelude) can change the object.
+  std::string abi_text;
+  std::vector<std::filesystem::path> abi_headers;
+  for (auto& e : std::filesystem::directory_iterator(abi_include_dir() / "kforge")) abi_headers.push_back(e.path());
+  std::sort(abi_headers.begin(), abi_headers.end());
+  for (auto& hp : abi_headers) abi_text += hp.filename().string() + "\n" + read_file(hp);
   for (auto& f : rq.extra_flags) flags.push_back(f);
 
   hasher h;
@@ -74,7 +82,7 @@ artifact cached_compile(const std::string& toolchain, const std::string& exe, st
   for (auto& hp : headers) h.add(hp.filename().string()).add(read_file(hp));
   a.cache_key = h.hex();
 
-  if (auto entry = cache_lookup(a.cache_key)) {
+  if (auto entry = cache_lookup(a.cache_key, output)) {
     a.ok = entry->ok;
     a.cached = true;
     a.library = entry->ok ? entry->library : std::filesystem::path();
@@ -87,14 +95,14 @@ artifact cached_compile(const std::string& toolchain, const std::string& exe, st
   std::vector<std::string> argv = {exe};
   argv.insert(argv.end(), flags.begin(), flags.end());
   argv.push_back("-o");
-  argv.push_back((work.dir / "kernel.so").string());
+  argv.push_back((work.dir / output).string());
   argv.push_back(src.string());
   a.command = join_command(argv);
   auto r = run_command(argv, 600, 256 * 1024);
   a.duration_s = r.duration_s;
   a.diagnostics = r.timed_out ? "compiler timed out after 600 s\n" + r.output : r.output;
-  a.ok = r.ok() && std::filesystem::exists(work.dir / "kernel.so");
-  a.library = cache_commit(work, {a.ok, a.diagnostics, a.command});
+  a.ok = r.ok() && std::filesystem::exists(work.dir / output);
+  a.library = cache_commit(work, {a.ok, a.diagnostics, a.command}, output);
   if (!a.ok) a.library.clear();
   a.resources = parse_resource_report(a.diagnostics);
   return a;
@@ -158,8 +166,110 @@ artifact compile_nvcc(const request& rq) {
   return cached_compile("nvcc", nvcc_path(), flags, rq);
 }
 
+std::filesystem::path cuda_include_dir() {
+  if (const char* v = std::getenv("KFORGE_CUDA_INCLUDE"); v && *v) return v;
+  std::error_code ec;
+  auto nvcc = std::filesystem::path(nvcc_path());
+  if (!nvcc.has_parent_path()) // a bare "nvcc": the one on PATH
+    if (const char* path = std::getenv("PATH"))
+      for (std::string_view rest = path; !rest.empty();) {
+        const auto colon = rest.find(':');
+        const auto dir = std::filesystem::path(std::string(rest.substr(0, colon)));
+        rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
+        if (std::filesystem::exists(dir / nvcc)) {
+          nvcc = dir / nvcc;
+          break;
+        }
+      }
+  const auto beside = std::filesystem::canonical(nvcc, ec).parent_path().parent_path() / "include";
+  if (!ec && std::filesystem::exists(beside / "cuda_fp16.h")) return beside;
+#ifdef KFORGE_CUDA_INCLUDE
+  return KFORGE_CUDA_INCLUDE;
+#else
+  return "/usr/local/cuda/include";
+#endif
+}
+
+std::string nvrtc_driver_path() {
+  if (auto p = env_or({"KFORGE_NVRTC_DRIVER"}, ""); !p.empty()) return p;
+  std::vector<std::filesystem::path> candidates = {self_exe().parent_path() / "kforge-nvrtc"};
+  if (const char* w = std::getenv("KFORGE_WORKER"); w && *w)
+    candidates.push_back(std::filesystem::path(w).parent_path() / "kforge-nvrtc");
+#ifdef KFORGE_NVRTC_BINARY
+  candidates.push_back(KFORGE_NVRTC_BINARY);
+#endif
+  for (auto& c : candidates)
+    if (std::filesystem::exists(c)) return c.string();
+  KFORGE_THROW(build, "kernel-only (NVRTC) candidates need kforge-nvrtc, which is not beside kforge; "
+                      "set KFORGE_NVRTC_DRIVER, or build kforge with the CUDA toolkit");
+}
+
+std::filesystem::path launch_plan_path(const std::filesystem::path& cubin) {
+  return cubin.parent_path() / (cubin.filename().string() + ".launch.json");
+}
+
+artifact compile_nvrtc(const request& rq) {
+  const auto src = std::filesystem::absolute(rq.source);
+  const std::string arch = rq.cuda_arch.empty() ? "90a" : rq.cuda_arch;
+  artifact failed;
+  failed.toolchain = "nvrtc";
+  // The directives are read before compiling: a malformed one is the candidate's build
+  // error, with its line, and costs no compiler run.
+  launch_plan plan;
+  try {
+    plan = parse_launch_plan(read_file(src), src.filename().string(), rq.real);
+    if (!rq.input_names.empty() || !rq.output_names.empty()) {
+      auto checked = plan;
+      checked.bind(rq.input_names, rq.output_names);
+    }
+  } catch (const kforge::error& e) {
+    failed.diagnostics = e.what();
+    return failed;
+  }
+  const auto cuda_inc = cuda_include_dir();
+  std::vector<std::string> flags = {
+      "-std=c++17", fmt::format("-arch=sm_{}", arch), "-default-device", "-lineinfo", "-Xptxas=-v",
+      fmt::format("-DKF_REAL={}", dtype_c_name(rq.real)), "-DKF_BACKEND_CUDA=1", "-DKF_NVRTC=1",
+      "--pre-include=cuda_fp16.h", "--pre-include=cuda_bf16.h", "--pre-include=kforge/nvrtc_prelude.h"};
+  auto inc = common_includes(rq, src);
+  flags.insert(flags.end(), inc.begin(), inc.end());
+  if (auto cutlass = cutlass_include_dir(); !cutlass.empty()) flags.push_back("-I" + cutlass.string());
+  flags.push_back("-I" + cuda_inc.string());
+  flags.push_back("-I" + (cuda_inc / "cccl").string()); // libcu++ (cuda/std/...) lives here since CUDA 13
+  for (auto& l : plan.launches) flags.push_back("--name-expression=" + l.kernel);
+  artifact a = cached_compile("nvrtc", nvrtc_driver_path(), flags, rq, "kernel.cubin");
+  if (!a.ok) return a;
+  // Name expressions -> mangled names, then the plan beside the cubin (written by whoever
+  // gets here first: every writer writes the same bytes).
+  const auto names_file = a.library.parent_path() / "kernel.cubin.names";
+  std::map<std::string, std::string> lowered;
+  const std::string names = std::filesystem::exists(names_file) ? read_file(names_file) : "";
+  for (std::size_t pos = 0; pos < names.size();) {
+    auto end = names.find('\n', pos);
+    if (end == std::string::npos) end = names.size();
+    const auto line = names.substr(pos, end - pos);
+    if (auto tab = line.find('\t'); tab != std::string::npos) lowered[line.substr(0, tab)] = line.substr(tab + 1);
+    pos = end + 1;
+  }
+  for (auto& l : plan.launches) {
+    auto it = lowered.find(l.kernel);
+    if (it == lowered.end())
+      KFORGE_THROW(build, "{}: the cache entry lacks the mangled name of '{}'", a.library.string(), l.kernel);
+    l.lowered = it->second;
+  }
+  if (const auto planf = launch_plan_path(a.library); !std::filesystem::exists(planf))
+    write_file_atomic(planf, plan.to_json().dump(1));
+  return a;
+}
+
+std::string toolchain_for(const std::filesystem::path& source, problem_backend b) {
+  if (b == problem_backend::cpu) return "host";
+  return declares_launches(read_file(source)) ? "nvrtc" : "nvcc";
+}
+
 artifact compile(const request& rq, problem_backend b) {
-  return b == problem_backend::cuda ? compile_nvcc(rq) : compile_host(rq);
+  const auto tc = toolchain_for(rq.source, b);
+  return tc == "nvrtc" ? compile_nvrtc(rq) : tc == "nvcc" ? compile_nvcc(rq) : compile_host(rq);
 }
 
 nlohmann::json parse_resource_report(const std::string& diag) {

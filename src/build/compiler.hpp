@@ -5,12 +5,16 @@
 // A failed compile is a value (ok == false, diagnostics set), not an exception: a
 // broken candidate is normal data. Exceptions mean the toolchain itself is unusable.
 //
-// Toolchains: "host" for the CPU backend ($KFORGE_CXX, else $CXX, else g++;
-// -O3 -march=native -fopenmp) and "nvcc" for the CUDA backend (a shared object with
-// host code and device code for one architecture, default sm_90a: Hopper's
-// wgmma/TMA instructions need the 'a' target; ptxas -v's resource report is kept).
-// NVRTC is not used: a candidate's kf_forward is host code that launches its
-// kernels, which only a full nvcc build can compile.
+// Toolchains, chosen per source (docs/candidates.md says when each applies):
+//   host   the CPU backend: $KFORGE_CXX, else $CXX, else g++; -O3 -march=native -fopenmp.
+//   nvcc   a CUDA source with host code (kf_forward launching its kernels, library calls):
+//          a shared object for one architecture, default sm_90a (Hopper's wgmma/TMA
+//          instructions need the 'a' target).
+//   nvrtc  a kernel-only CUDA source, one that declares `// kforge: launch` directives
+//          (build/launch_plan.hpp): device code alone, compiled by NVRTC (through the
+//          kforge-nvrtc driver) to a cubin, which the worker launches itself. No host
+//          compiler runs, so it builds several times faster than nvcc.
+// Both CUDA toolchains keep ptxas -v's per-kernel resource report.
 #include <kforge/kernel.h>
 #include <nlohmann/json.hpp>
 
@@ -26,7 +30,10 @@ struct request {
   std::string role = "candidate";    // "candidate", "reference", "oracle": recorded, not hashed
   std::vector<std::string> extra_flags;
   std::vector<std::filesystem::path> include_dirs; // besides include/ and the source's own folder
-  std::string cuda_arch;             // nvcc: "90a" (default), "100a", ...
+  std::string cuda_arch;             // nvcc/nvrtc: "90a" (default), "100a", ...
+  // The problem's tensor names, when known: a kernel-only candidate's launch directives are
+  // checked against them at build time, so a misspelt name is a build error.
+  std::vector<std::string> input_names, output_names;
 };
 
 enum class problem_backend { cpu, cuda };
@@ -34,7 +41,9 @@ enum class problem_backend { cpu, cuda };
 struct artifact {
   bool ok = false;
   bool cached = false;               // served from the cache, no compiler run
-  std::filesystem::path library;     // the .so, when ok
+  std::string toolchain;             // "host", "nvcc" or "nvrtc"
+  std::filesystem::path library;     // the .so (host, nvcc) or .cubin (nvrtc), when ok; a cubin's
+                                     // launch plan is beside it (launch_plan_path)
   std::string diagnostics;           // compiler output (warnings too), truncated
   std::string command;               // the full compiler command line
   std::string compiler;              // compiler identity: first line of --version
@@ -47,6 +56,16 @@ struct artifact {
 [[nodiscard]] artifact compile(const request& rq, problem_backend b);
 [[nodiscard]] artifact compile_host(const request& rq);
 [[nodiscard]] artifact compile_nvcc(const request& rq);
+[[nodiscard]] artifact compile_nvrtc(const request& rq);
+/// @return the toolchain compile() uses for this source on backend b: "host", "nvcc" or "nvrtc".
+[[nodiscard]] std::string toolchain_for(const std::filesystem::path& source, problem_backend b);
+/// The launch plan of an nvrtc artifact's cubin: <library>.launch.json.
+[[nodiscard]] std::filesystem::path launch_plan_path(const std::filesystem::path& cubin);
+/// The kforge-nvrtc driver: $KFORGE_NVRTC_DRIVER, else beside this executable, else beside
+/// $KFORGE_WORKER, else where the build put it.
+[[nodiscard]] std::string nvrtc_driver_path();
+/// The CUDA toolkit's include folder (cuda_fp16.h, cccl/): beside the nvcc in use.
+[[nodiscard]] std::filesystem::path cuda_include_dir();
 /// CUTLASS/CuTe headers (scripts/setup.sh unpacks them into third_party/cutlass/include;
 /// $KFORGE_CUTLASS overrides). @return empty when absent: nvcc builds then lack -I for them.
 [[nodiscard]] std::filesystem::path cutlass_include_dir();

@@ -115,9 +115,14 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   // free). Recorded in a fixed order. The reference and oracle failing is the problem's
   // fault, not the candidate's.
   const auto tb = p.backend == problem::backend_kind::cuda ? build::problem_backend::cuda : build::problem_backend::cpu;
+  std::vector<std::string> input_names, output_names;
+  for (auto* t : p.inputs()) input_names.push_back(t->name);
+  for (auto* t : p.outputs()) output_names.push_back(t->name);
   auto launch = [&](const std::string& role, const std::filesystem::path& src, kf_dtype real) {
     return std::async(std::launch::async, [=] {
-      return role_build{role, build::compile({.source = src, .real = real, .role = role}, tb)};
+      return role_build{role, build::compile({.source = src, .real = real, .role = role,
+                                              .input_names = input_names, .output_names = output_names},
+                                             tb)};
     });
   };
   auto f_ref = launch("reference", p.reference, p.dtype);
@@ -358,7 +363,8 @@ nlohmann::json to_json(const evaluation& ev, const problem::problem& p) {
   j["device"] = ev.device;
   j["builds"] = nlohmann::json::array();
   for (auto& b : ev.builds)
-    j["builds"].push_back({{"role", b.role}, {"ok", b.artifact.ok}, {"cached", b.artifact.cached},
+    j["builds"].push_back({{"role", b.role}, {"toolchain", b.artifact.toolchain}, {"ok", b.artifact.ok},
+                           {"cached", b.artifact.cached},
                            {"duration_s", b.artifact.duration_s}, {"cache_key", b.artifact.cache_key},
                            {"compiler", b.artifact.compiler}, {"command", b.artifact.command},
                            {"diagnostics", b.artifact.diagnostics}, {"resources", b.artifact.resources}});

@@ -7,6 +7,7 @@
 #include "eval/inputs.hpp"
 #include "eval/timer.hpp"
 #include "problem/problem.hpp"
+#include "worker/kernel_library.hpp"
 #include "worker/protocol.hpp"
 
 #include <dlfcn.h>
@@ -23,27 +24,6 @@
 
 namespace kforge::worker {
 namespace {
-
-using forward_fn = int (*)(const kf_args*);
-using workspace_fn = size_t (*)(const kf_args*);
-
-struct kernel_lib {
-  void* handle = nullptr;
-  forward_fn forward = nullptr;
-  workspace_fn workspace = nullptr;
-};
-
-// @return the loaded library, or the reason it could not be loaded.
-std::variant<kernel_lib, std::string> load_kernel(const std::string& path) {
-  kernel_lib k;
-  k.handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!k.handle) return std::string("dlopen failed: ") + ::dlerror();
-  k.forward = reinterpret_cast<forward_fn>(::dlsym(k.handle, "kf_forward"));
-  if (!k.forward)
-    return std::string("the shared object exports no kf_forward (declare it with KF_EXPORT, extern \"C\")");
-  k.workspace = reinterpret_cast<workspace_fn>(::dlsym(k.handle, "kf_workspace_bytes"));
-  return k;
-}
 
 struct trial {
   std::string case_name;
@@ -65,20 +45,25 @@ void send_outputs(channel_writer& ch, const std::vector<eval::host_tensor>& outs
             outs[k].bytes.data(), outs[k].bytes.size());
 }
 
-std::size_t workspace_size(const kernel_lib& k, eval::tensor_set& ts) {
+std::size_t workspace_size(const kernel_library& k, eval::tensor_set& ts) {
   return k.workspace ? k.workspace(&ts.args()) : 0;
 }
 
+std::string returned_message(const kernel_library& k, int rc) {
+  const auto why = k.last_error();
+  return why.empty() ? fmt::format("kf_forward returned {}", rc) : fmt::format("kf_forward returned {}: {}", rc, why);
+}
+
 int run_oracle(channel_writer& ch, const problem::problem& p, const nlohmann::json& job, device::backend& dev) {
-  auto ref = load_kernel(job["libraries"]["reference"]);
-  auto orc = load_kernel(job["libraries"]["oracle"]);
+  auto ref = load_kernel(job["libraries"]["reference"], p);
+  auto orc = load_kernel(job["libraries"]["oracle"], p);
   for (auto* l : {&ref, &orc})
     if (auto* e = std::get_if<std::string>(l)) {
       ch.send({{"type", "error"}, {"reason", "load_failed"}, {"message", "reference: " + *e}});
       return 0;
     }
-  auto& r = std::get<kernel_lib>(ref);
-  auto& o = std::get<kernel_lib>(orc);
+  auto& r = std::get<kernel_library>(ref);
+  auto& o = std::get<kernel_library>(orc);
   eval::tensor_set rs(dev, p, eval::precision::nominal, 1), os(dev, p, eval::precision::oracle, 2);
   bool sized = false;
   for (auto& tj : job["trials"]) {
@@ -99,7 +84,8 @@ int run_oracle(channel_writer& ch, const problem::problem& p, const nlohmann::js
       dev.synchronize();
       if (rc != 0) {
         ch.send({{"type", "error"}, {"reason", "returned_error"},
-                 {"message", fmt::format("the {} returned {} on case '{}'", subject, rc, t.case_name)}});
+                 {"message", fmt::format("the {} failed on case '{}': {}", subject, t.case_name,
+                                         returned_message(*lib, rc))}});
         return 0;
       }
       send_outputs(ch, ts->download_outputs(), subject, t.index, 0);
@@ -110,12 +96,12 @@ int run_oracle(channel_writer& ch, const problem::problem& p, const nlohmann::js
 
 int run_verify(channel_writer& ch, const problem::problem& p, const nlohmann::json& job, device::backend& dev) {
   std::mt19937_64 canary(job.value("canary_seed", std::uint64_t{1}));
-  auto cand = load_kernel(job["libraries"]["candidate"]);
+  auto cand = load_kernel(job["libraries"]["candidate"], p);
   if (auto* e = std::get_if<std::string>(&cand)) {
     ch.send({{"type", "error"}, {"reason", "load_failed"}, {"message", *e}});
     return 0;
   }
-  auto& k = std::get<kernel_lib>(cand);
+  auto& k = std::get<kernel_library>(cand);
   eval::tensor_set ts(dev, p, eval::precision::nominal, canary());
   bool sized = false;
   // Workspace poison differs between the two calls on the same inputs, so a candidate
@@ -145,7 +131,7 @@ int run_verify(channel_writer& ch, const problem::problem& p, const nlohmann::js
       }
       if (rc != 0) {
         ch.send({{"type", "check"}, {"name", "returned_error"}, {"trial", t.index}, {"run", run}, {"passed", false},
-                 {"message", fmt::format("kf_forward returned {}", rc)}});
+                 {"message", returned_message(k, rc)}});
         return 0;
       }
       auto guards = ts.check_guards();
@@ -180,19 +166,19 @@ int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json
 
   struct subject_state {
     std::string name;
-    kernel_lib lib;
+    kernel_library lib;
     std::vector<std::unique_ptr<eval::tensor_set>> sets;
   };
   std::vector<subject_state> subjects;
   // The candidate first, then the reference, then any baselines.
   for (auto& sj : job["subjects"]) {
     const std::string name = sj["name"];
-    auto l = load_kernel(sj["library"]);
+    auto l = load_kernel(sj["library"], p);
     if (auto* e = std::get_if<std::string>(&l)) {
       ch.send({{"type", "error"}, {"reason", "load_failed"}, {"message", fmt::format("{}: {}", name, *e)}});
       return 0;
     }
-    subjects.push_back({name, std::get<kernel_lib>(l), {}});
+    subjects.push_back({name, std::get<kernel_library>(l), {}});
   }
   // Fresh inputs per rotation, the same values for both subjects: a ratio of like with like.
   std::vector<std::vector<eval::host_tensor>> inputs;

@@ -1,5 +1,6 @@
 // The CPU adversarial regression suite (see adversarial_suite.hpp): run in CI.
 #include "adversarial_suite.hpp"
+#include "build/compiler.hpp"
 
 #include <iterator>
 #include <set>
@@ -26,3 +27,22 @@ TEST(adversarial_suite, covers_every_way_to_fail) {
   }
   EXPECT_GE(test::load_suite("cpu").size(), 24u);
 }
+
+#ifdef KFORGE_WITH_CUDA
+// The CUDA suite runs only on a GPU machine, but every kernel in it must build here (with
+// the toolchain kforge picks for it), except those declared not to: a suite that stopped
+// compiling would otherwise be found only on the device.
+namespace {
+class cuda_adversarial_builds : public ::testing::TestWithParam<adversary> {};
+} // namespace
+
+TEST_P(cuda_adversarial_builds, compiles_unless_declared_not_to) {
+  const auto& a = GetParam();
+  const auto p = problem::load(test::source_dir() / "tests" / "gpu" / "problems" / a.problem);
+  const auto art = build::compile({.source = a.file, .real = p.dtype}, build::problem_backend::cuda);
+  EXPECT_EQ(art.ok, a.expect != "build_failed") << a.file.filename() << ":\n" << art.diagnostics;
+}
+
+INSTANTIATE_TEST_SUITE_P(cuda, cuda_adversarial_builds, ::testing::ValuesIn(test::load_suite("cuda")),
+                         test::test_name);
+#endif

@@ -8,26 +8,13 @@
 using namespace kforge;
 
 namespace {
-// Every test gets its own cache, so "cached" means this test's earlier build.
-struct cache_env {
-  test::temp_dir dir;
-  std::string old;
-  cache_env() {
-    if (const char* v = std::getenv("KFORGE_CACHE")) old = v;
-    ::setenv("KFORGE_CACHE", dir.path.c_str(), 1);
-  }
-  ~cache_env() {
-    if (old.empty()) ::unsetenv("KFORGE_CACHE");
-    else ::setenv("KFORGE_CACHE", old.c_str(), 1);
-  }
-};
 const char* good = R"(#include <kforge/kernel.h>
 KF_EXPORT int kf_forward(const kf_args* a) { (void)a; return sizeof(KF_REAL) == 8 ? 0 : 1; }
 )";
 } // namespace
 
 TEST(host_compiler, builds_a_shared_object_and_caches_it) {
-  cache_env env;
+  test::cache_env env;
   test::temp_dir d;
   test::write(d / "k.cpp", good);
   auto a = build::compile_host({.source = d / "k.cpp", .real = KF_F32});
@@ -47,7 +34,7 @@ TEST(host_compiler, builds_a_shared_object_and_caches_it) {
 }
 
 TEST(host_compiler, key_depends_on_source_and_flags) {
-  cache_env env;
+  test::cache_env env;
   test::temp_dir d;
   test::write(d / "k.cpp", good);
   auto f = build::compile_host({.source = d / "k.cpp", .real = KF_F32});
@@ -61,7 +48,7 @@ TEST(host_compiler, key_depends_on_source_and_flags) {
 }
 
 TEST(host_compiler, a_compile_error_is_a_value_with_diagnostics) {
-  cache_env env;
+  test::cache_env env;
   test::temp_dir d;
   test::write(d / "bad.cpp", "#include <kforge/kernel.h>\nKF_EXPORT int kf_forward(const kf_args* a) { return undefined_name; }\n");
   auto a = build::compile_host({.source = d / "bad.cpp"});
@@ -75,7 +62,7 @@ TEST(host_compiler, a_compile_error_is_a_value_with_diagnostics) {
 }
 
 TEST(host_compiler, missing_source_throws_naming_it) {
-  cache_env env;
+  test::cache_env env;
   try {
     (void)build::compile_host({.source = "/nonexistent/k.cpp"});
     FAIL();
@@ -85,7 +72,7 @@ TEST(host_compiler, missing_source_throws_naming_it) {
 }
 
 TEST(host_compiler, a_header_beside_the_source_is_part_of_the_key) {
-  cache_env env;
+  test::cache_env env;
   test::temp_dir d;
   test::write(d / "value.h", "#define VALUE 1\n");
   test::write(d / "k.cpp", "#include <kforge/kernel.h>\n#include \"value.h\"\nKF_EXPORT int kf_forward(const kf_args*) { return VALUE; }\n");

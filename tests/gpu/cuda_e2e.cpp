@@ -102,3 +102,19 @@ TEST(cuda_eval, the_cute_example_passes) {
   auto ev = worker::evaluate(p, test::source_dir() / "examples" / "softmax_cute.cu", o);
   EXPECT_EQ(ev.status, "passed") << ev.message;
 }
+
+TEST(cuda_eval, kernel_only_candidates_are_built_by_nvrtc_verified_and_timed) {
+  const auto p = small();
+  worker::evaluate_options o;
+  o.worker_exe = test::worker_binary();
+  for (auto src : {test::source_dir() / "examples" / "softmax_nvrtc.cu",
+                   test::source_dir() / "tests" / "gpu" / "kernels" / "kernel_only_staged_softmax.cu"}) {
+    auto ev = worker::evaluate(p, src, o);
+    EXPECT_EQ(ev.status, "passed") << src << ": " << ev.message;
+    bool nvrtc = false;
+    for (auto& b : ev.builds) nvrtc |= b.role == "candidate" && b.artifact.toolchain == "nvrtc";
+    EXPECT_TRUE(nvrtc) << src;
+    ASSERT_NE(ev.timing("candidate"), nullptr) << src;
+    EXPECT_GT(ev.timing("candidate")->median_s, 0.0);
+  }
+}
