@@ -42,6 +42,9 @@ std::string format_evaluation(const worker::evaluation& ev, const problem::probl
     s += fmt::format("  verify   FAILED  {}  ({} of {} checks failed)\n", ev.status, failed, ev.checks.size());
     s += fmt::format("           {}\n", ev.message);
   }
+  if (p.tolerance.precision != "nominal")
+    s += fmt::format("  precision {} (opted in by the problem: the error floor counts {} ulps)\n", p.tolerance.precision,
+                     p.tolerance.precision);
   if (!ev.reference_errors.empty() && ev.passed()) {
     std::string errs;
     for (auto& r : ev.reference_errors)
@@ -64,6 +67,7 @@ std::string format_evaluation(const worker::evaluation& ev, const problem::probl
                        format_seconds(ev.roofline["floor_s"].get<double>()),
                        100 * ev.roofline.value("reference_fraction", 0.0));
   }
+  for (auto& r : ev.review) s += fmt::format("  REVIEW   {}\n", r);
   return s;
 }
 

@@ -41,6 +41,9 @@ public:
   [[nodiscard]] virtual void* stream() = 0;
   /// Waits for all work on the device. @throws kforge::error on a device fault.
   virtual void synchronize() = 0;
+  /// Waits only for the work enqueued on stream() (CPU: nothing to wait for). What a call
+  /// leaves running elsewhere (another stream, a thread) is still running after this.
+  virtual void synchronize_stream() = 0;
   /// Makes the next call cold: evicts what it will touch from the caches. The CPU
   /// backend evicts exactly `touched` line by line from every level; a GPU backend
   /// scrubs its whole L2, whatever `touched` says.

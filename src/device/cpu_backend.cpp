@@ -43,6 +43,7 @@ public:
   void fill(void* dst, std::uint8_t byte, std::size_t n) override { std::memset(dst, byte, n); }
   void* stream() override { return nullptr; }
   void synchronize() override {}
+  void synchronize_stream() override {}
 
   void flush_caches(std::span<const memory_region> touched) override {
     // Evict exactly what the call can touch, line by line, from every cache level:

@@ -77,6 +77,7 @@ public:
     // Work a candidate put on other streams counts too.
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   }
+  void synchronize_stream() override { check(cudaStreamSynchronize(m_stream), "cudaStreamSynchronize"); }
   void flush_caches(std::span<const memory_region>) override {
     check(cudaMemsetAsync(m_scrub, ++m_scrub_byte, m_scrub_bytes, m_stream), "cudaMemset (L2 scrub)");
   }

@@ -15,6 +15,17 @@ namespace kforge::eval {
 [[nodiscard]] std::vector<host_tensor> make_inputs(const problem::problem& p, const problem::case_spec& c,
                                                    std::uint64_t seed, precision prec);
 
+/// The case kforge adds to every evaluation of a problem with two or more cases, named in no
+/// problem.toml: the first case's inputs with random slices (rows of a batch, or blocks of a
+/// flat tensor) drawn from another case. A candidate that samples its input to pick a fast
+/// path (look at row 0, guess the distribution) meets hard values where it did not look.
+inline constexpr const char* hidden_case = "hidden:mixed";
+
+/// Inputs for a trial's case, by name: a case of the problem, or hidden_case.
+/// @throws kforge::error (internal) for a name that is neither.
+[[nodiscard]] std::vector<host_tensor> make_trial_inputs(const problem::problem& p, const std::string& case_name,
+                                                         std::uint64_t seed, precision prec);
+
 /// The oracle's inputs from the nominal ones, without drawing again: real tensors widened to double.
 /// @post equal to make_inputs(p, c, seed, precision::oracle) for the nominal inputs' (c, seed)
 [[nodiscard]] std::vector<host_tensor> widen_to_oracle(const problem::problem& p, const std::vector<host_tensor>& nominal);

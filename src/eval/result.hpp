@@ -23,10 +23,12 @@ inline constexpr const char* check_order[] = {
     "returned_error",  // kf_forward returned non-zero
     "guard",           // a write outside a buffer (canary bytes changed)
     "inputs_modified", // an input differs after the call
+    "deferred_work",   // outputs changed after the call's stream was done: work on another stream or a thread
     "unwritten",       // an output element still holds the poison
     "nonfinite",       // NaN/Inf where the oracle has none, or the reverse
     "tolerance",       // error against the oracle beyond alpha x the reference's own error
     "repeat",          // two calls on identical inputs disagree
+    "timed_output",    // a call during timing, on fresh inputs, gave a wrong answer (it behaves differently when timed)
     "impossible_time", // timed under the device's physical floor (bytes / bandwidth, FLOPs / peak)
 };
 

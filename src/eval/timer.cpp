@@ -21,6 +21,7 @@ std::vector<timing_samples> time_interleaved(device::backend& dev, const std::ve
     if (cfg.flush_caches) dev.flush_caches(s.touched ? s.touched(rot) : std::vector<device::memory_region>{});
     int rc = 0;
     const double t = dev.time_call([&] { return s.call(rot); }, &rc);
+    if (s.finish && rc == 0) s.finish(rot);
     if (rc != 0) out[k].failed_rc = rc;
     else if (keep) out[k].samples.push_back(t);
   };

@@ -33,6 +33,8 @@ struct timing_subject {
   /// The memory a call on input set `rotation` touches, for the cache flush.
   std::function<std::vector<device::memory_region>(int rotation)> touched;
   int rotations = 1;
+  /// Runs after the timed call is complete, untimed (optional): e.g. reads its outputs.
+  std::function<void(int rotation)> finish;
 };
 
 struct timing_samples {

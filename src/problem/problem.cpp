@@ -412,7 +412,7 @@ public:
 
     if (const toml::table* t = get_table(root, "tolerance")) {
       const std::string pre = "tolerance";
-      check_keys(*t, pre, {"policy", "alpha", "floor_ulps", "rtol", "atol", "deterministic"});
+      check_keys(*t, pre, {"policy", "alpha", "floor_ulps", "rtol", "atol", "deterministic", "precision"});
       if (auto pol = get_string(*t, pre, "policy")) {
         if (*pol == "ratio") p.tolerance.policy = tolerance_policy::ratio;
         else if (*pol == "rtol") p.tolerance.policy = tolerance_policy::rtol;
@@ -423,6 +423,15 @@ public:
       read_number(*t, pre, "rtol", p.tolerance.rtol, 0, false);
       read_number(*t, pre, "atol", p.tolerance.atol, 0, false);
       read_bool(*t, pre, "deterministic", p.tolerance.deterministic);
+      if (auto prec = get_string(*t, pre, "precision")) {
+        if (*prec != "nominal" && *prec != "tf32" && *prec != "bf16" && *prec != "f16")
+          fail(*t->get("precision"), "tolerance.precision",
+               fmt::format("must be \"nominal\", \"tf32\", \"bf16\" or \"f16\", got '{}'", *prec));
+        if (*prec != "nominal" && p.dtype != KF_F32)
+          fail(*t->get("precision"), "tolerance.precision",
+               fmt::format("a lower precision is an opt-in for f32 problems; this one is {}", dtype_name(p.dtype)));
+        p.tolerance.precision = *prec;
+      }
       if (p.tolerance.policy == tolerance_policy::rtol && !(p.tolerance.rtol > 0 || p.tolerance.atol > 0))
         fail(*t->get("policy"), "tolerance.policy", "policy \"rtol\" needs rtol > 0 or atol > 0");
     }
@@ -430,7 +439,8 @@ public:
     if (const toml::table* e = get_table(root, "eval")) {
       const std::string pre = "eval";
       check_keys(*e, pre,
-                 {"trials_per_case", "time_budget_s", "min_samples", "max_samples", "target_rel_ci", "timeout_s"});
+                 {"trials_per_case", "time_budget_s", "min_samples", "max_samples", "target_rel_ci", "timeout_s",
+                  "hidden_case", "review_speedup"});
       read_int(*e, pre, "trials_per_case", p.eval.trials_per_case, 1);
       read_number(*e, pre, "time_budget_s", p.eval.time_budget_s, 0, true);
       read_int(*e, pre, "min_samples", p.eval.min_samples, 1);
@@ -440,6 +450,8 @@ public:
              fmt::format("must be <= max_samples ({}), got {}", p.eval.max_samples, p.eval.min_samples));
       read_number(*e, pre, "target_rel_ci", p.eval.target_rel_ci, 0, true);
       read_number(*e, pre, "timeout_s", p.eval.timeout_s, 0, true);
+      read_bool(*e, pre, "hidden_case", p.eval.hidden_case);
+      read_number(*e, pre, "review_speedup", p.eval.review_speedup, 1, false);
     }
 
     const bool cuda = p.backend == backend_kind::cuda;

@@ -47,6 +47,9 @@ struct tolerance_spec {
   double floor_ulps = 8.0;   // ratio: absolute floor, in units of eps(dtype) * max|oracle|
   double rtol = 0.0, atol = 0.0; // rtol policy
   bool deterministic = true; // a repeat on identical inputs must be bitwise identical
+  // Opt-in lower precision (ratio policy): the floor counts ulps of this format instead of
+  // the dtype's. "nominal" (default), "tf32", "bf16", "f16". Reports and the store say so.
+  std::string precision = "nominal";
 };
 
 struct work_spec {
@@ -61,6 +64,8 @@ struct eval_spec {
   int max_samples = 1000;
   double target_rel_ci = 0.01;  // stop timing once the median's 95% CI half-width is under this
   double timeout_s = 60.0;      // watchdog for one worker
+  bool hidden_case = true;      // add eval::hidden_case (hard rows at random positions) to every evaluation
+  double review_speedup = 50.0; // a speedup over the reference above this is flagged for review
 };
 
 /// A named implementation timed beside every candidate (cuBLAS, cuDNN, ...), judged like one.

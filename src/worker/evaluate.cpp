@@ -4,6 +4,7 @@
 #include "core/error.hpp"
 #include "device/backend.hpp"
 #include "device/calibration.hpp"
+#include "eval/inputs.hpp"
 #include "eval/statistics.hpp"
 #include "worker/supervisor.hpp"
 
@@ -166,20 +167,29 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
 
   // 2. Trials: every case, fresh seeds each time unless the user fixed one.
   std::mt19937_64 rng(opts.seed ? *opts.seed : std::random_device{}() ^ (std::uint64_t{std::random_device{}()} << 32));
-  nlohmann::json trials = nlohmann::json::array();
+  nlohmann::json trials = nlohmann::json::array(), rechecks = nlohmann::json::array();
+  auto add_trial = [&](nlohmann::json& list, const std::string& case_name) {
+    nlohmann::json tj{{"case", case_name}, {"seed", rng()}, {"trial", static_cast<int>(trials.size() + rechecks.size())}};
+    list.push_back(tj);
+    ev.trials.push_back(tj);
+  };
   for (int t = 0; t < trials_per_case; ++t)
-    for (auto& c : p.cases) {
-      nlohmann::json tj{{"case", c.name}, {"seed", rng()}, {"trial", static_cast<int>(trials.size())}};
-      trials.push_back(tj);
-      ev.trials.push_back(tj);
-    }
+    for (auto& c : p.cases) add_trial(trials, c.name);
+  // One trial the problem does not declare: hard rows at random positions (eval/inputs.hpp).
+  if (p.eval.hidden_case && p.cases.size() >= 2) add_trial(trials, eval::hidden_case);
+  // Truth for the timed calls that are re-verified (worker_process.cpp, run_time): an early
+  // call, one after sampling in the timed buffers, one in new buffers.
+  if (opts.time)
+    for (int i = 0; i < 3; ++i) add_trial(rechecks, p.cases[i % p.cases.size()].name);
+  nlohmann::json truth_trials = trials;
+  for (auto& r : rechecks) truth_trials.push_back(r);
   const std::string problem_path = p.dir.string();
 
   // 3. Truth: reference and oracle, in a worker that never sees candidate code.
   auto truth = run_worker(exe,
                           {{"role", "oracle"}, {"problem", problem_path},
                            {"libraries", {{"reference", ref.library.string()}, {"oracle", orc.library.string()}}},
-                           {"trials", trials}},
+                           {"trials", truth_trials}},
                           timeout * 4);
   std::map<output_key, eval::host_tensor> oracle_out, ref_out;
   for (auto& m : truth.messages) {
@@ -297,10 +307,14 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
                            {"timing",
                             {{"budget_s", budget}, {"min_samples", p.eval.min_samples},
                              {"max_samples", p.eval.max_samples}, {"target_rel_ci", p.eval.target_rel_ci},
-                             {"seed", rng()}}}},
+                             {"seed", rng()}}},
+                           {"rechecks", rechecks}},
                           timeout + 4 * budget);
+  std::map<output_key, eval::host_tensor> timed_out;
   for (auto& m : timed.messages) {
-    if (m.header["type"] == "error") {
+    if (m.header["type"] == "output") {
+      timed_out[{m.header["trial"], 0, m.header["index"]}] = tensor_of(m);
+    } else if (m.header["type"] == "error") {
       add_check({.name = m.header.value("reason", "load_failed"), .passed = false,
                  .message = "during timing: " + m.header.value("message", "")});
     } else if (m.header["type"] == "timing") {
@@ -320,6 +334,38 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   }
   if (auto f = process_failure(timed, "timing", ev.trials)) add_check(*f);
   ev.phases["timing_s"] = since(t_phase);
+
+  // Timed calls re-verified: any check failing on their outputs is a timed_output failure.
+  static constexpr const char* recheck_where[] = {"an early timed call, fresh inputs in the timed buffers",
+                                                  "a timed call after sampling, fresh inputs in the timed buffers",
+                                                  "a timed call after sampling, fresh inputs in new buffers"};
+  for (std::size_t i = 0; i < rechecks.size(); ++i) {
+    const int t = rechecks[i]["trial"];
+    eval::check_result verdict{
+        .name = "timed_output", .case_name = rechecks[i]["case"].get<std::string>(), .trial = t, .passed = true};
+    bool seen = false;
+    for (std::size_t k = 0; k < outs.size(); ++k) {
+      auto it = timed_out.find({t, 0, k});
+      if (it == timed_out.end()) continue; // timing stopped early: already a failed check
+      seen = true;
+      const std::size_t want = static_cast<std::size_t>(outs[k]->numel()) * dtype_size(outs[k]->dtype);
+      if (it->second.bytes.size() != want) {
+        verdict.passed = false;
+        verdict.message = fmt::format("{}: output '{}' arrived with {} bytes", recheck_where[i], outs[k]->name,
+                                      it->second.bytes.size());
+        break;
+      }
+      for (auto& c : eval::compare_output(*outs[k], p.tolerance, it->second, oracle_out.at({t, 0, k}),
+                                          ref_out.at({t, 0, k})))
+        if (!c.passed && verdict.passed) {
+          verdict.passed = false;
+          verdict.output = c.output;
+          verdict.message = fmt::format("{} ({} there): {}", recheck_where[i], c.name, c.message);
+          verdict.detail = {{"check", c.name}, {"where", recheck_where[i]}, {"detail", c.detail}};
+        }
+    }
+    if (seen) add_check(verdict);
+  }
 
   // The roofline of the device's measured ceilings, when calibrated. A time well under
   // the floor is not a record: the kernel skipped work or fooled the clock.
@@ -342,6 +388,14 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
       add_check(c);
     }
   }
+  // Not a failure, a flag: a speedup this large is more often a hole in the problem (or in
+  // kforge) than a kernel; it is recorded and shown so that a person looks.
+  if (auto sp = ev.speedup(); sp && *sp > p.eval.review_speedup) {
+    ev.review.push_back(fmt::format("speedup {:.1f}x over the reference is above the problem's review threshold "
+                                    "({:g}x, [eval] review_speedup): check the candidate by hand before trusting it",
+                                    *sp, p.eval.review_speedup));
+    add_check({.name = "review", .passed = true, .message = ev.review.back(), .detail = {{"speedup", *sp}}});
+  }
   for (auto& c : ev.checks)
     if (!c.passed) {
       fail_with(c);
@@ -361,6 +415,8 @@ nlohmann::json to_json(const evaluation& ev, const problem::problem& p) {
   j["message"] = ev.message;
   j["failure"] = ev.failure ? eval::to_json(*ev.failure) : nlohmann::json();
   j["device"] = ev.device;
+  j["precision"] = p.tolerance.precision;
+  j["review"] = ev.review;
   j["builds"] = nlohmann::json::array();
   for (auto& b : ev.builds)
     j["builds"].push_back({{"role", b.role}, {"toolchain", b.artifact.toolchain}, {"ok", b.artifact.ok},

@@ -63,6 +63,7 @@ struct evaluation {
   nlohmann::json roofline;                          // floor_s, bound, candidate/reference_fraction; null uncalibrated
   nlohmann::json phases = nlohmann::json::object(); // wall seconds: build_s, oracle_s, verify_s, judge_s, timing_s
   std::string worker_output;                          // what the candidate printed, truncated
+  std::vector<std::string> review;                    // flags for a person (implausible speedup); not failures
   [[nodiscard]] bool passed() const { return status == "passed"; }
   [[nodiscard]] const eval::timing_summary* timing(const std::string& subject) const;
   /// reference median / candidate median, when both were timed.

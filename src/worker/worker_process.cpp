@@ -15,7 +15,9 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <iostream>
+#include <thread>
 #include <iterator>
 #include <memory>
 #include <random>
@@ -25,17 +27,14 @@
 namespace kforge::worker {
 namespace {
 
+// How long a verification call's outputs must stay unchanged after its stream is done.
+constexpr int deferred_wait_ms = 20;
+
 struct trial {
   std::string case_name;
   std::uint64_t seed;
   int index;
 };
-
-const problem::case_spec& find_case(const problem::problem& p, const std::string& name) {
-  for (auto& c : p.cases)
-    if (c.name == name) return c;
-  KFORGE_THROW(internal, "job names unknown case '{}'", name);
-}
 
 void send_outputs(channel_writer& ch, const std::vector<eval::host_tensor>& outs, const std::string& subject, int t,
                   int run) {
@@ -68,8 +67,7 @@ int run_oracle(channel_writer& ch, const problem::problem& p, const nlohmann::js
   bool sized = false;
   for (auto& tj : job["trials"]) {
     trial t{tj["case"], tj["seed"], tj["trial"]};
-    const auto& c = find_case(p, t.case_name);
-    const auto nominal = eval::make_inputs(p, c, t.seed, eval::precision::nominal);
+    const auto nominal = eval::make_trial_inputs(p, t.case_name, t.seed, eval::precision::nominal);
     rs.upload_inputs(nominal);
     os.upload_inputs(eval::widen_to_oracle(p, nominal));
     if (!sized) {
@@ -109,7 +107,7 @@ int run_verify(channel_writer& ch, const problem::problem& p, const nlohmann::js
   constexpr std::uint8_t ws_poison[2] = {0xFF, 0x55};
   for (auto& tj : job["trials"]) {
     trial t{tj["case"], tj["seed"], tj["trial"]};
-    const auto inputs = eval::make_inputs(p, find_case(p, t.case_name), t.seed, eval::precision::nominal);
+    const auto inputs = eval::make_trial_inputs(p, t.case_name, t.seed, eval::precision::nominal);
     ts.upload_inputs(inputs);
     if (!sized) {
       ch.send({{"type", "progress"}, {"phase", "workspace"}, {"trial", t.index}});
@@ -121,9 +119,20 @@ int run_verify(channel_writer& ch, const problem::problem& p, const nlohmann::js
       ch.send({{"type", "progress"}, {"phase", "call"}, {"trial", t.index}, {"run", run}});
       dev.synchronize(); // the poison is in place before the candidate starts, whatever stream it uses
       int rc = 0;
+      std::vector<eval::host_tensor> at_return, settled;
       try {
         rc = k.forward(&ts.args());
+        // The call's answer is what its outputs hold once its stream is done (on the CPU: at
+        // return). Then the whole device, a pause and the outputs again: work left on
+        // another stream or in a thread that outlives the call changes them in between.
+        dev.synchronize_stream();
+        if (rc == 0) at_return = ts.download_outputs();
         dev.synchronize();
+        if (rc == 0) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(deferred_wait_ms));
+          dev.synchronize();
+          settled = ts.download_outputs();
+        }
       } catch (const device::fault& f) {
         ch.send({{"type", "check"}, {"name", "device_error"}, {"trial", t.index}, {"run", run}, {"passed", false},
                  {"message", fmt::format("the candidate faulted the GPU: {}", f.what())}});
@@ -134,6 +143,15 @@ int run_verify(channel_writer& ch, const problem::problem& p, const nlohmann::js
                  {"message", returned_message(k, rc)}});
         return 0;
       }
+      std::vector<std::string> late;
+      for (std::size_t i = 0; i < at_return.size(); ++i)
+        if (at_return[i].bytes != settled[i].bytes) late.push_back(p.outputs()[i]->name);
+      ch.send({{"type", "check"}, {"name", "deferred_work"}, {"trial", t.index}, {"run", run}, {"passed", late.empty()},
+               {"message", late.empty() ? ""
+                                        : fmt::format("output '{}' changed after the call's stream was done: work "
+                                                      "outside args->stream, or a thread that outlives the call",
+                                                      late.front())},
+               {"detail", {{"changed", late}}}});
       auto guards = ts.check_guards();
       ch.send({{"type", "check"}, {"name", "guard"}, {"trial", t.index}, {"run", run}, {"passed", guards.empty()},
                {"message", guards.empty() ? "" : "out-of-bounds write: " + guards.front()},
@@ -147,7 +165,7 @@ int run_verify(channel_writer& ch, const problem::problem& p, const nlohmann::js
                {"message", changed.empty() ? "" : fmt::format("the candidate changed input '{}'", changed.front())},
                {"detail", {{"changed", changed}}}});
       if (!changed.empty()) ts.upload_inputs(inputs); // the repeat must see identical inputs
-      send_outputs(ch, ts.download_outputs(), "candidate", t.index, run);
+      send_outputs(ch, at_return, "candidate", t.index, run);
     }
   }
   return 0;
@@ -191,14 +209,59 @@ int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json
       ts->set_workspace(workspace_size(s.lib, *ts), rng());
       s.sets.push_back(std::move(ts));
     }
+  // Re-verification of timed calls: the parent's recheck trials (truth from the oracle
+  // worker) replace a rotation's inputs for one timed call, at a random early call and after
+  // sampling ends, and once go into buffers of their own. The candidate sees a timed call
+  // like any other, so a cache keyed on pointers, or a switch after N calls, answers wrong.
+  std::vector<trial> rechecks;
+  for (auto& rj : job.value("rechecks", nlohmann::json::array())) rechecks.push_back({rj["case"], rj["seed"], rj["trial"]});
+  auto recheck_inputs = [&](const trial& t) { return eval::make_trial_inputs(p, t.case_name, t.seed, eval::precision::nominal); };
+  const int early_call = rechecks.empty() ? -1 : static_cast<int>(rng() % (cfg.warmup + cfg.min_samples));
+  int candidate_calls = 0, pending = -1;
+
   std::vector<eval::timing_subject> ts;
-  for (auto& s : subjects)
-    ts.push_back({s.name, [&s](int r) { return s.lib.forward(&s.sets[r]->args()); },
-                  [&s](int r) { s.sets[r]->poison(0xFF); }, [&s](int r) { return s.sets[r]->regions(); },
-                  rotations});
+  for (auto& s : subjects) {
+    eval::timing_subject t{s.name, [&s](int r) { return s.lib.forward(&s.sets[r]->args()); },
+                           [&s](int r) { s.sets[r]->poison(0xFF); }, [&s](int r) { return s.sets[r]->regions(); },
+                           rotations, {}};
+    if (s.name == "candidate" && !rechecks.empty()) {
+      t.prepare = [&, sp = &s](int r) {
+        if (candidate_calls++ == early_call) sp->sets[r]->upload_inputs(recheck_inputs(rechecks[0])), pending = r;
+        sp->sets[r]->poison(0xFF);
+      };
+      t.finish = [&, sp = &s](int r) {
+        if (pending != r) return;
+        send_outputs(ch, sp->sets[r]->download_outputs(), "candidate", rechecks[0].index, 0);
+        sp->sets[r]->upload_inputs(inputs[r]);
+        pending = -1;
+      };
+    }
+    ts.push_back(std::move(t));
+  }
   ch.send({{"type", "progress"}, {"phase", "timing"}});
-  for (auto& r : eval::time_interleaved(dev, ts, cfg))
+  bool failed = false;
+  for (auto& r : eval::time_interleaved(dev, ts, cfg)) {
+    failed |= r.failed_rc != 0;
     ch.send({{"type", "timing"}, {"subject", r.subject}, {"samples", r.samples}, {"failed_rc", r.failed_rc}});
+  }
+  if (failed || rechecks.size() < 3 || subjects.empty() || subjects[0].name != "candidate") return 0;
+  // After sampling: one more timed call in the timed buffers, one in new buffers.
+  auto& cand = subjects[0];
+  eval::tensor_set fresh(dev, p, eval::precision::nominal, rng());
+  fresh.upload_inputs(recheck_inputs(rechecks[2]));
+  fresh.set_workspace(workspace_size(cand.lib, fresh), rng());
+  cand.sets[0]->upload_inputs(recheck_inputs(rechecks[1]));
+  for (auto [set, t] : {std::pair{cand.sets[0].get(), rechecks[1]}, std::pair{&fresh, rechecks[2]}}) {
+    set->poison(0xFF);
+    dev.flush_caches(set->regions());
+    int rc = 0;
+    (void)dev.time_call([&] { return cand.lib.forward(&set->args()); }, &rc);
+    if (rc != 0) {
+      ch.send({{"type", "timing"}, {"subject", "candidate"}, {"samples", nlohmann::json::array()}, {"failed_rc", rc}});
+      return 0;
+    }
+    send_outputs(ch, set->download_outputs(), "candidate", t.index, 0);
+  }
   return 0;
 }
 

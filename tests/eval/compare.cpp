@@ -205,3 +205,34 @@ TEST(compare, large_outputs_scan_in_parallel_and_name_the_first_worst_element) {
   EXPECT_EQ(find(cs, "tolerance").detail["worst"]["index"], n / 2 + 3);
   EXPECT_FALSE(find(cs, "tolerance").passed);
 }
+
+TEST(compare, an_opted_in_lower_precision_widens_the_floor_and_is_reported) {
+  fixture f;
+  // The candidate rounds every value to tf32 (10 explicit mantissa bits).
+  auto c = f.ref;
+  for (std::size_t i = 0; i < f.truth.size(); ++i) {
+    float v = static_cast<float>(f.truth[i]);
+    std::uint32_t u;
+    std::memcpy(&u, &v, 4);
+    u = (u + 0x1000u) & ~0x1FFFu;
+    std::memcpy(&v, &u, 4);
+    std::memcpy(c.bytes.data() + 4 * i, &v, 4);
+  }
+  problem::tolerance_spec nominal;
+  EXPECT_FALSE(find(eval::compare_output(spec({8, 8}), nominal, c, f.oracle, f.ref), "tolerance").passed);
+  problem::tolerance_spec tf32;
+  tf32.precision = "tf32";
+  const auto checks = eval::compare_output(spec({8, 8}), tf32, c, f.oracle, f.ref);
+  const auto& t = find(checks, "tolerance");
+  EXPECT_TRUE(t.passed) << t.message;
+  EXPECT_EQ(t.detail["precision"], "tf32");
+  // Four mantissa bits are far coarser than any opt-in.
+  auto coarse = f.ref;
+  for (std::size_t i = 0; i < f.truth.size(); ++i) {
+    std::uint32_t u;
+    std::memcpy(&u, coarse.bytes.data() + 4 * i, 4);
+    u = (u + 0x40000u) & ~0x7FFFFu;
+    std::memcpy(coarse.bytes.data() + 4 * i, &u, 4);
+  }
+  EXPECT_FALSE(find(eval::compare_output(spec({8, 8}), tf32, coarse, f.oracle, f.ref), "tolerance").passed);
+}

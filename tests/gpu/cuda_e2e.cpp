@@ -91,7 +91,10 @@ TEST(cuda_calibrate, measures_plausible_ceilings_and_reports_the_roofline) {
   // shape whose floor is above the cost of an empty timed call).
   const auto medium = problem::load(test::source_dir() / "tests" / "gpu" / "problems" / "softmax_medium");
   auto cheat = worker::evaluate(medium, test::source_dir() / "tests" / "gpu" / "kernels" / "skips_work_when_timed.cu", o);
-  EXPECT_EQ(cheat.status, "impossible_time") << cheat.message;
+  EXPECT_EQ(cheat.status, "timed_output") << cheat.message;
+  bool floor_caught = false;
+  for (auto& c : cheat.checks) floor_caught |= c.name == "impossible_time" && !c.passed;
+  EXPECT_TRUE(floor_caught) << "the physical floor should catch it too";
 }
 
 TEST(cuda_eval, the_cute_example_passes) {

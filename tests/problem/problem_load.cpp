@@ -553,6 +553,23 @@ TEST(ProblemErrors, BadSectionValues) {
   EXPECT_HAS(load_error(minimal("", "[eval]\ntime_budget_s = 0\n")), "key 'eval.time_budget_s': must be > 0");
   EXPECT_HAS(load_error(minimal("", "[eval]\ntarget_rel_ci = -0.1\n")), "key 'eval.target_rel_ci': must be > 0");
   EXPECT_HAS(load_error(minimal("", "[eval]\ntimeout_s = 0\n")), "key 'eval.timeout_s': must be > 0");
+  EXPECT_HAS(load_error(minimal("", "[eval]\nreview_speedup = 0.5\n")), "key 'eval.review_speedup': must be >= 1");
+  EXPECT_HAS(load_error(minimal("", "[tolerance]\nprecision = \"fp8\"\n")),
+             "key 'tolerance.precision': must be \"nominal\", \"tf32\", \"bf16\" or \"f16\", got 'fp8'");
+  EXPECT_HAS(load_error(minimal("dtype = \"f64\"", "[tolerance]\nprecision = \"tf32\"\n")),
+             "key 'tolerance.precision': a lower precision is an opt-in for f32 problems; this one is f64");
+}
+
+TEST(ProblemLoad, PrecisionOptInAndHiddenCaseSwitch) {
+  problem_dir d(minimal("", "[tolerance]\nprecision = \"tf32\"\n[eval]\nhidden_case = false\nreview_speedup = 20\n"));
+  const auto p = kp::load(d.path);
+  EXPECT_EQ(p.tolerance.precision, "tf32");
+  EXPECT_FALSE(p.eval.hidden_case);
+  EXPECT_EQ(p.eval.review_speedup, 20.0);
+  problem_dir defaults(minimal());
+  const auto q = kp::load(defaults.path);
+  EXPECT_EQ(q.tolerance.precision, "nominal");
+  EXPECT_TRUE(q.eval.hidden_case);
 }
 
 // --- unknown keys -------------------------------------------------------------------------------

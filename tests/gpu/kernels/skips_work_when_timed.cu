@@ -1,6 +1,6 @@
 // Computes the right softmax for the first calls (the verification calls), then returns
-// at once: a phase-detecting cheat. Timed outputs are not yet re-verified, so only the
-// physical floor catches it: the median comes out far under bytes / bandwidth.
+// at once: a phase-detecting cheat. Caught twice: the re-verified timed calls answer wrong
+// (timed_output) and the median comes out far under bytes / bandwidth (impossible_time).
 #include <kforge/kernel.h>
 #include <cuda_runtime.h>
 #include <math.h>
