@@ -38,7 +38,7 @@ for src in ${DEVICE_EXTRA:-}; do
 done
 for p in ${DEVICE_CHECK:-}; do
   echo "=== check $p (reference, seed, baselines judged)"
-  timeout 300 dist/kforge check problems/$p | grep -E "^(reference|baseline|check|  verify|  time|           |  roofline)"
+  timeout 300 dist/kforge check problems/$p | grep -E "^(reference|baseline|control|check|  verify|  time|           |  roofline)"
 done
 for p in ${DEVICE_PROBLEMS-matmul layernorm softmax}; do
   echo "=== problem $p: seed"

@@ -1,14 +1,17 @@
 // kforge check PROBLEM: validate a problem and prove its machinery works: the reference
 // builds at nominal precision and as the float64 oracle, passes its own verification on
-// every input distribution, and the seed (if any) is verified and timed.
+// every input distribution, and the seed (if any) is verified and timed. Then the problem
+// itself is screened: control kernels that are wrong on purpose must all fail.
 #include "cli/commands.hpp"
 #include "cli/format.hpp"
 #include "cli/record.hpp"
 #include "core/dtype.hpp"
+#include "worker/screen.hpp"
 
 #include <fmt/format.h>
 
 #include <iostream>
+#include <map>
 
 namespace kforge::cli {
 namespace {
@@ -49,13 +52,17 @@ nlohmann::json problem_summary(const problem::problem& p) {
 
 command_fn add_check_command(CLI::App& app, global_options& g) {
   auto* sub = app.add_subcommand("check", "Validate a problem directory: parse, build the reference and oracle, "
-                                          "verify the reference and the seed");
+                                          "verify the reference and the seed, screen it with control kernels");
   auto problem_dir = std::make_shared<std::string>();
   auto seed = std::make_shared<std::optional<std::uint64_t>>();
+  auto no_controls = std::make_shared<bool>(false);
   sub->add_option("problem", *problem_dir, "Problem directory (holding problem.toml)")->required();
   sub->add_flag("--json", g.json, "Print the result as JSON (schema kforge.check/1, docs/json.md)");
   sub->add_option("--seed", *seed, "Fix the trial seeds");
-  return [problem_dir, seed, &g]() {
+  sub->add_flag("--no-controls", *no_controls,
+                "Skip screening the problem with control kernels (zeros, input copy, constant, "
+                "uninitialised, another seed's answer), each of which must fail");
+  return [problem_dir, seed, no_controls, &g]() {
     const auto p = problem::load(*problem_dir);
     store::store db(g.db_path());
     worker::evaluate_options eo;
@@ -96,6 +103,35 @@ command_fn add_check_command(CLI::App& app, global_options& g) {
       ok = ok && r.result.passed();
       if (!g.json)
         std::cout << fmt::format("baseline   {} {}: {}\n", b.name, r.result.passed() ? "passes" : "FAILS", r.result.message);
+    }
+    // Screening: wrong answers on purpose, each judged and recorded like a candidate. One
+    // that passes means the problem cannot tell it from a right answer.
+    out["controls"] = nullptr;
+    if (!*no_controls) {
+      std::map<std::string, int64_t> evaluation_ids;
+      auto run = [&](const worker::control_kernel& c, const worker::evaluate_options& o) {
+        auto r = evaluate_and_record(db, p, c.source, "control:" + c.name, o);
+        evaluation_ids[c.name] = r.evaluation_id;
+        return r.result;
+      };
+      const auto s = worker::screen(p, eo, run);
+      out["controls"] = nlohmann::json::array();
+      for (auto& c : s.controls) {
+        auto j = worker::to_json(c);
+        if (auto it = evaluation_ids.find(c.name); it != evaluation_ids.end()) j["evaluation_id"] = it->second;
+        out["controls"].push_back(j);
+        if (g.json) continue;
+        const auto v = c.verdict;
+        std::cout << fmt::format("control    {:<14} {}: {}\n", c.name,
+                                 v == worker::control_verdict::passes ? std::string("PASSES")
+                                 : v == worker::control_verdict::skipped
+                                     ? std::string("skipped")
+                                     : fmt::format("{} ({})", worker::verdict_name(v), c.status),
+                                 c.message);
+      }
+      out["controls_summary"] = s.summary();
+      if (!g.json) std::cout << fmt::format("controls   {}\n", s.summary());
+      ok = ok && s.ok();
     }
     out["ok"] = ok;
     if (g.json) std::cout << out.dump(2) << "\n";

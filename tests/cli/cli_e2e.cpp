@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <map>
 #include <thread>
 
 using namespace kforge;
@@ -142,7 +143,59 @@ TEST(cli, check_passes_on_every_shipped_cpu_problem) {
     EXPECT_TRUE(j["ok"].get<bool>()) << name;
     EXPECT_EQ(j["reference"]["status"], "passed") << name;
     EXPECT_EQ(j["seed"]["status"], "passed") << name;
+    ASSERT_EQ(j["controls"].size(), 5u) << name;
+    for (auto& c : j["controls"]) {
+      EXPECT_EQ(c["verdict"], "fails") << name << ": " << c.dump();
+      EXPECT_FALSE(c["passed"].get<bool>()) << name << ": " << c.dump();
+      EXPECT_GT(c["evaluation_id"].get<int64_t>(), 0) << name;
+    }
   }
+}
+
+// A reference that ignores its input: kforge check names the controls that pass, says
+// why, fails, and records every control's evaluation.
+TEST(cli, check_flags_a_weak_problem_and_names_the_control) {
+  test::temp_dir d;
+  const auto db = (d / "k.db").string();
+  test::write(d / "weak" / "problem.toml", "name = \"weak\"\nbackend = \"cpu\"\n"
+                                           "[[inputs]]\nname = \"x\"\nshape = [64]\n"
+                                           "[[outputs]]\nname = \"y\"\nshape = [64]\n"
+                                           "[eval]\ntrials_per_case = 1\n");
+  test::write(d / "weak" / "reference.cpp", "#include <kforge/kernel.h>\n"
+                                            "KF_EXPORT int kf_forward(const kf_args* a) {\n"
+                                            "  for (int i = 0; i < 64; ++i) ((KF_REAL*)a->outputs[0].data)[i] = 0;\n"
+                                            "  return 0;\n}\n");
+  auto r = kforge_run({"--db", db, "check", (d / "weak").string(), "--json"});
+  EXPECT_EQ(r.code, 1) << r.out;
+  auto j = json_of(r.out);
+  EXPECT_FALSE(j["ok"].get<bool>());
+  EXPECT_EQ(j["reference"]["status"], "passed");
+  std::map<std::string, nlohmann::json> c;
+  for (auto& e : j["controls"]) c[e["name"]] = e;
+  ASSERT_EQ(c.size(), 5u) << r.out;
+  EXPECT_EQ(c["zeros"]["verdict"], "passes");
+  EXPECT_TRUE(c["zeros"]["passed"].get<bool>());
+  EXPECT_NE(c["zeros"]["message"].get<std::string>().find("all-zero output passes"), std::string::npos);
+  EXPECT_EQ(c["other_seed"]["verdict"], "passes");
+  EXPECT_EQ(c["constant"]["verdict"], "fails");
+  EXPECT_EQ(c["uninitialised"]["status"], "unwritten");
+  EXPECT_NE(j["controls_summary"].get<std::string>().find("zeros, other_seed"), std::string::npos);
+
+  store::store s(db);
+  auto ev = s.get_evaluation(c["zeros"]["evaluation_id"].get<int64_t>());
+  ASSERT_TRUE(ev.has_value());
+  EXPECT_EQ(ev->status, "passed");
+  EXPECT_EQ(s.get_candidate(ev->candidate_id)->origin, "control:zeros");
+
+  auto human = kforge_run({"--db", db, "check", (d / "weak").string()});
+  EXPECT_EQ(human.code, 1);
+  EXPECT_NE(human.out.find("control    zeros          PASSES: an all-zero output passes"), std::string::npos) << human.out;
+  EXPECT_NE(human.out.find("control    constant       fails (tolerance): "), std::string::npos) << human.out;
+  EXPECT_NE(human.out.find("check    FAILED"), std::string::npos) << human.out;
+
+  auto skipped = kforge_run({"--db", db, "check", (d / "weak").string(), "--json", "--no-controls"});
+  EXPECT_EQ(skipped.code, 0) << skipped.out;
+  EXPECT_TRUE(json_of(skipped.out)["controls"].is_null());
 }
 
 TEST(cli, a_killed_run_keeps_what_it_finished) {
