@@ -26,7 +26,7 @@ echo "=== latency: new candidate, warm reference/oracle"
 sed 's/threads = 256/threads = 512/' problems/softmax/seed.cu > /tmp/seed512.cu
 /usr/bin/time -f '%e s wall' dist/kforge eval tests/gpu/problems/softmax_small /tmp/seed512.cu | tail -4
 echo "=== latency: new kernel-only candidate (NVRTC), warm reference/oracle"
-sed 's/softmax_online<512>/softmax_online<256>/' examples/softmax_nvrtc.cu > /tmp/nvrtc256.cu # new source: not in the cache
+sed 's/512/256/g' examples/softmax_nvrtc.cu > /tmp/nvrtc256.cu # new source (not in the cache): 256 threads
 /usr/bin/time -f '%e s wall' dist/kforge eval tests/gpu/problems/softmax_small /tmp/nvrtc256.cu --json > "$OUT/latency_nvrtc.json"
 python3 -c "import json; j=json.load(open('$OUT/latency_nvrtc.json')); print(j['status'], 'phases', j['phases']); print([(b['role'], b['toolchain'], b['cached'], round(b['duration_s'], 3)) for b in j['builds']])"
 fi

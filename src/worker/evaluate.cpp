@@ -168,28 +168,27 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   // 2. Trials: every case, fresh seeds each time unless the user fixed one.
   std::mt19937_64 rng(opts.seed ? *opts.seed : std::random_device{}() ^ (std::uint64_t{std::random_device{}()} << 32));
   nlohmann::json trials = nlohmann::json::array(), rechecks = nlohmann::json::array();
-  auto add_trial = [&](nlohmann::json& list, const std::string& case_name) {
-    nlohmann::json tj{{"case", case_name}, {"seed", rng()}, {"trial", static_cast<int>(trials.size() + rechecks.size())}};
-    list.push_back(tj);
+  auto add_trial = [&](const std::string& case_name) {
+    nlohmann::json tj{{"case", case_name}, {"seed", rng()}, {"trial", static_cast<int>(trials.size())}};
+    trials.push_back(tj);
     ev.trials.push_back(tj);
   };
   for (int t = 0; t < trials_per_case; ++t)
-    for (auto& c : p.cases) add_trial(trials, c.name);
+    for (auto& c : p.cases) add_trial(c.name);
   // One trial the problem does not declare: hard rows at random positions (eval/inputs.hpp).
-  if (p.eval.hidden_case && p.cases.size() >= 2) add_trial(trials, eval::hidden_case);
-  // Truth for the timed calls that are re-verified (worker_process.cpp, run_time): an early
-  // call, one after sampling in the timed buffers, one in new buffers.
+  if (p.eval.hidden_case && p.cases.size() >= 2) add_trial(eval::hidden_case);
+  // The timed calls that are re-verified (worker_process.cpp, run_time): an early call, one
+  // after sampling in the timed buffers, one in new buffers. Their inputs are verification
+  // trials', whose truth the oracle computes anyway, and never the timed inputs.
   if (opts.time)
-    for (int i = 0; i < 3; ++i) add_trial(rechecks, p.cases[i % p.cases.size()].name);
-  nlohmann::json truth_trials = trials;
-  for (auto& r : rechecks) truth_trials.push_back(r);
+    for (std::size_t i = 0; i < 3; ++i) rechecks.push_back(trials[i % trials.size()]);
   const std::string problem_path = p.dir.string();
 
   // 3. Truth: reference and oracle, in a worker that never sees candidate code.
   auto truth = run_worker(exe,
                           {{"role", "oracle"}, {"problem", problem_path},
                            {"libraries", {{"reference", ref.library.string()}, {"oracle", orc.library.string()}}},
-                           {"trials", truth_trials}},
+                           {"trials", trials}},
                           timeout * 4);
   std::map<output_key, eval::host_tensor> oracle_out, ref_out;
   for (auto& m : truth.messages) {
@@ -312,7 +311,7 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
                           timeout + 4 * budget);
   std::map<output_key, eval::host_tensor> timed_out;
   for (auto& m : timed.messages) {
-    if (m.header["type"] == "output") {
+    if (m.header["type"] == "output") { // a re-verified timed call: "trial" is its place in rechecks
       timed_out[{m.header["trial"], 0, m.header["index"]}] = tensor_of(m);
     } else if (m.header["type"] == "error") {
       add_check({.name = m.header.value("reason", "load_failed"), .passed = false,
@@ -336,16 +335,16 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   ev.phases["timing_s"] = since(t_phase);
 
   // Timed calls re-verified: any check failing on their outputs is a timed_output failure.
-  static constexpr const char* recheck_where[] = {"an early timed call, fresh inputs in the timed buffers",
-                                                  "a timed call after sampling, fresh inputs in the timed buffers",
-                                                  "a timed call after sampling, fresh inputs in new buffers"};
+  static constexpr const char* recheck_where[] = {"an early timed call, this trial's inputs in its timed buffers",
+                                                  "a timed call after sampling, this trial's inputs in the timed buffers",
+                                                  "a timed call after sampling, this trial's inputs in new buffers"};
   for (std::size_t i = 0; i < rechecks.size(); ++i) {
     const int t = rechecks[i]["trial"];
     eval::check_result verdict{
         .name = "timed_output", .case_name = rechecks[i]["case"].get<std::string>(), .trial = t, .passed = true};
     bool seen = false;
     for (std::size_t k = 0; k < outs.size(); ++k) {
-      auto it = timed_out.find({t, 0, k});
+      auto it = timed_out.find({static_cast<int>(i), 0, k});
       if (it == timed_out.end()) continue; // timing stopped early: already a failed check
       seen = true;
       const std::size_t want = static_cast<std::size_t>(outs[k]->numel()) * dtype_size(outs[k]->dtype);

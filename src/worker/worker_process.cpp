@@ -209,9 +209,10 @@ int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json
       ts->set_workspace(workspace_size(s.lib, *ts), rng());
       s.sets.push_back(std::move(ts));
     }
-  // Re-verification of timed calls: the parent's recheck trials (truth from the oracle
-  // worker) replace a rotation's inputs for one timed call, at a random early call and after
-  // sampling ends, and once go into buffers of their own. The candidate sees a timed call
+  // Re-verification of timed calls: the parent's recheck trials (verification trials, whose
+  // truth it has) replace a rotation's inputs for one timed call, at a random early call and
+  // after sampling ends, and once go into buffers of their own. Their outputs go back with
+  // "trial" = the place in the rechecks list. The candidate sees a timed call
   // like any other, so a cache keyed on pointers, or a switch after N calls, answers wrong.
   std::vector<trial> rechecks;
   for (auto& rj : job.value("rechecks", nlohmann::json::array())) rechecks.push_back({rj["case"], rj["seed"], rj["trial"]});
@@ -231,7 +232,7 @@ int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json
       };
       t.finish = [&, sp = &s](int r) {
         if (pending != r) return;
-        send_outputs(ch, sp->sets[r]->download_outputs(), "candidate", rechecks[0].index, 0);
+        send_outputs(ch, sp->sets[r]->download_outputs(), "candidate", 0, 0);
         sp->sets[r]->upload_inputs(inputs[r]);
         pending = -1;
       };
@@ -251,7 +252,7 @@ int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json
   fresh.upload_inputs(recheck_inputs(rechecks[2]));
   fresh.set_workspace(workspace_size(cand.lib, fresh), rng());
   cand.sets[0]->upload_inputs(recheck_inputs(rechecks[1]));
-  for (auto [set, t] : {std::pair{cand.sets[0].get(), rechecks[1]}, std::pair{&fresh, rechecks[2]}}) {
+  for (auto [set, place] : {std::pair{cand.sets[0].get(), 1}, std::pair{&fresh, 2}}) {
     set->poison(0xFF);
     dev.flush_caches(set->regions());
     int rc = 0;
@@ -260,7 +261,7 @@ int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json
       ch.send({{"type", "timing"}, {"subject", "candidate"}, {"samples", nlohmann::json::array()}, {"failed_rc", rc}});
       return 0;
     }
-    send_outputs(ch, set->download_outputs(), "candidate", t.index, 0);
+    send_outputs(ch, set->download_outputs(), "candidate", place, 0);
   }
   return 0;
 }
