@@ -73,6 +73,14 @@ TEST(cli, eval_seed_passes_is_timed_and_recorded) {
   EXPECT_FALSE(ev->finished_at.empty());
   EXPECT_GT(ev->checks.size(), 10u);
   EXPECT_EQ(ev->timings.size(), 2u);
+  EXPECT_EQ(nlohmann::json::parse(ev->config_json)["precision"], "nominal");
+  EXPECT_EQ(j["precision"], "nominal");
+  EXPECT_TRUE(j["review"].empty());
+  bool timed_calls_rechecked = false, hidden_trial = false;
+  for (auto& c : j["checks"]) timed_calls_rechecked |= c["name"] == "timed_output" && c["passed"] == true;
+  for (auto& t : j["trials"]) hidden_trial |= t["case"] == "hidden:mixed";
+  EXPECT_TRUE(timed_calls_rechecked);
+  EXPECT_TRUE(hidden_trial);
   auto cand = s.get_candidate(ev->candidate_id);
   ASSERT_TRUE(cand.has_value());
   EXPECT_EQ(cand->origin, "file");
