@@ -18,7 +18,8 @@ recorded_evaluation evaluate_and_record(store::store& db, const problem::problem
                         {"seed", opts.seed ? nlohmann::json(*opts.seed) : nlohmann::json()},
                         {"trials_per_case", opts.trials_per_case},
                         {"time", opts.time},
-                        {"time_budget_s", opts.time_budget_s}};
+                        {"time_budget_s", opts.time_budget_s},
+                        {"sanitize", opts.sanitize}};
   r.evaluation_id = db.begin_evaluation(r.candidate_id, std::nullopt, config.dump());
   opts.observer.on_build = [&](const worker::role_build& b) {
     db.put_build({.candidate_id = r.candidate_id, .role = b.role, .compiler = b.artifact.compiler,
