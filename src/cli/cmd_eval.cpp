@@ -15,7 +15,7 @@ command_fn add_eval_command(CLI::App& app, global_options& g) {
     std::optional<std::uint64_t> seed;
     int trials = 0;
     double budget = 0, timeout = 0;
-    bool no_time = false;
+    bool no_time = false, sanitize = false;
   };
   auto o = std::make_shared<opts_t>();
   sub->add_option("problem", o->problem, "Problem directory (holding problem.toml)")->required();
@@ -26,6 +26,9 @@ command_fn add_eval_command(CLI::App& app, global_options& g) {
   sub->add_option("--time-budget", o->budget, "Seconds of timing (default: the problem's)");
   sub->add_option("--timeout", o->timeout, "Watchdog seconds per worker (default: the problem's)");
   sub->add_flag("--no-time", o->no_time, "Verify only");
+  sub->add_flag("--sanitize", o->sanitize,
+                "After verification passes, run compute-sanitizer (memcheck, racecheck, initcheck, synccheck) at the "
+                "problem's [sanitize] shapes; any error fails the candidate (CUDA problems)");
   return [o, &g]() {
     const auto p = problem::load(o->problem);
     if (!std::filesystem::exists(o->candidate)) KFORGE_THROW(usage, "{}: candidate file not found", o->candidate);
@@ -36,6 +39,7 @@ command_fn add_eval_command(CLI::App& app, global_options& g) {
     eo.time = !o->no_time;
     eo.time_budget_s = o->budget;
     eo.timeout_s = o->timeout;
+    eo.sanitize = o->sanitize;
     auto r = evaluate_and_record(db, p, o->candidate, "file", eo);
     if (g.json) std::cout << r.json.dump(2) << "\n";
     else std::cout << format_evaluation(r.result, p, r.evaluation_id, o->candidate);

@@ -42,6 +42,10 @@ std::string format_evaluation(const worker::evaluation& ev, const problem::probl
     s += fmt::format("  verify   FAILED  {}  ({} of {} checks failed)\n", ev.status, failed, ev.checks.size());
     s += fmt::format("           {}\n", ev.message);
   }
+  if (ev.sanitize.contains("skipped")) s += fmt::format("  sanitize skipped: {}\n", ev.sanitize["skipped"].get<std::string>());
+  for (auto& c : ev.checks)
+    if (c.name.rfind("sanitize_", 0) == 0)
+      s += fmt::format("  sanitize {:<10} {}\n", c.name.substr(9), c.passed ? "clean" : c.message);
   if (p.tolerance.precision != "nominal")
     s += fmt::format("  precision {} (opted in by the problem: the error floor counts {} ulps)\n", p.tolerance.precision,
                      p.tolerance.precision);

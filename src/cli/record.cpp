@@ -19,6 +19,7 @@ recorded_evaluation evaluate_and_record(store::store& db, const problem::problem
                         {"trials_per_case", opts.trials_per_case},
                         {"time", opts.time},
                         {"time_budget_s", opts.time_budget_s},
+                        {"sanitize", opts.sanitize},
                         {"precision", p.tolerance.precision}}; // an opted-in lower precision is on record
   r.evaluation_id = db.begin_evaluation(r.candidate_id, std::nullopt, config.dump());
   opts.observer.on_build = [&](const worker::role_build& b) {

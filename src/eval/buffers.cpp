@@ -7,26 +7,28 @@
 
 namespace kforge::eval {
 
-guarded_buffer::guarded_buffer(device::backend& dev, std::size_t bytes, std::uint64_t canary_seed)
-    : m_dev(dev), m_bytes(bytes), m_canary(2 * guard_bytes) {
+guarded_buffer::guarded_buffer(device::backend& dev, std::size_t bytes, std::uint64_t canary_seed, std::size_t guard)
+    : m_dev(dev), m_bytes(bytes), m_guard(guard), m_canary(2 * guard) {
   // Random canaries: a candidate cannot restore a guard it overwrote by writing a known pattern back.
   std::mt19937_64 rng(canary_seed);
   for (auto& b : m_canary) b = static_cast<std::uint8_t>(rng());
-  m_base = m_dev.allocate(bytes + 2 * guard_bytes);
-  m_dev.upload(m_base, m_canary.data(), guard_bytes);
-  m_dev.upload(static_cast<char*>(m_base) + guard_bytes + bytes, m_canary.data() + guard_bytes, guard_bytes);
+  m_base = m_dev.allocate(bytes + 2 * m_guard);
+  if (m_guard == 0) return;
+  m_dev.upload(m_base, m_canary.data(), m_guard);
+  m_dev.upload(static_cast<char*>(m_base) + m_guard + bytes, m_canary.data() + m_guard, m_guard);
 }
 
 guarded_buffer::~guarded_buffer() { m_dev.release(m_base); }
 
 std::optional<std::string> guarded_buffer::check_guards() const {
-  std::vector<std::uint8_t> got(guard_bytes);
-  m_dev.download(got.data(), m_base, guard_bytes);
-  for (std::size_t i = guard_bytes; i-- > 0;) // nearest the data first
-    if (got[i] != m_canary[i]) return fmt::format("{} bytes before the start", guard_bytes - i);
-  m_dev.download(got.data(), static_cast<const char*>(m_base) + guard_bytes + m_bytes, guard_bytes);
-  for (std::size_t i = 0; i < guard_bytes; ++i)
-    if (got[i] != m_canary[guard_bytes + i]) return fmt::format("{} bytes after the end", i + 1);
+  if (m_guard == 0) return std::nullopt;
+  std::vector<std::uint8_t> got(m_guard);
+  m_dev.download(got.data(), m_base, m_guard);
+  for (std::size_t i = m_guard; i-- > 0;) // nearest the data first
+    if (got[i] != m_canary[i]) return fmt::format("{} bytes before the start", m_guard - i);
+  m_dev.download(got.data(), static_cast<const char*>(m_base) + m_guard + m_bytes, m_guard);
+  for (std::size_t i = 0; i < m_guard; ++i)
+    if (got[i] != m_canary[m_guard + i]) return fmt::format("{} bytes after the end", i + 1);
   return std::nullopt;
 }
 
@@ -50,16 +52,17 @@ std::size_t tensor_bytes(const problem::tensor_spec& t, precision prec) {
 }
 } // namespace
 
-tensor_set::tensor_set(device::backend& dev, const problem::problem& p, precision prec, std::uint64_t canary_seed)
-    : m_dev(dev), m_problem(p) {
+tensor_set::tensor_set(device::backend& dev, const problem::problem& p, precision prec, std::uint64_t canary_seed,
+                       bool guards)
+    : m_dev(dev), m_problem(p), m_guard(guards ? guarded_buffer::guard_bytes : 0) {
   std::uint64_t s = canary_seed;
   for (auto* t : p.inputs()) {
-    m_in.push_back(std::make_unique<guarded_buffer>(dev, tensor_bytes(*t, prec), ++s));
+    m_in.push_back(std::make_unique<guarded_buffer>(dev, tensor_bytes(*t, prec), ++s, m_guard));
     m_in_t.push_back(make_tensor_view(*t, prec, m_in.back()->data()));
     m_in_names.push_back(t->name);
   }
   for (auto* t : p.outputs()) {
-    m_out.push_back(std::make_unique<guarded_buffer>(dev, tensor_bytes(*t, prec), ++s));
+    m_out.push_back(std::make_unique<guarded_buffer>(dev, tensor_bytes(*t, prec), ++s, m_guard));
     m_out_t.push_back(make_tensor_view(*t, prec, m_out.back()->data()));
     m_out_names.push_back(t->name);
   }
@@ -79,7 +82,7 @@ void tensor_set::upload_inputs(const std::vector<host_tensor>& inputs) {
 }
 
 void tensor_set::set_workspace(std::size_t bytes, std::uint64_t canary_seed) {
-  m_ws = std::make_unique<guarded_buffer>(m_dev, bytes, canary_seed);
+  m_ws = std::make_unique<guarded_buffer>(m_dev, bytes, canary_seed, m_guard);
   m_args.workspace = bytes ? m_ws->data() : nullptr;
   m_args.workspace_bytes = bytes;
 }

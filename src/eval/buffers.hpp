@@ -28,12 +28,14 @@ inline constexpr std::uint8_t output_poison = 0xFF;
 class guarded_buffer {
 public:
   static constexpr std::size_t guard_bytes = 4096;
-  guarded_buffer(device::backend& dev, std::size_t bytes, std::uint64_t canary_seed);
+  /// `guard` 0: no guards, so that every access outside the buffer is outside its
+  /// allocation too, where compute-sanitizer's memcheck sees it.
+  guarded_buffer(device::backend& dev, std::size_t bytes, std::uint64_t canary_seed, std::size_t guard = guard_bytes);
   ~guarded_buffer();
   guarded_buffer(const guarded_buffer&) = delete;
   guarded_buffer& operator=(const guarded_buffer&) = delete;
 
-  [[nodiscard]] void* data() const { return m_base ? static_cast<char*>(m_base) + guard_bytes : nullptr; }
+  [[nodiscard]] void* data() const { return m_base ? static_cast<char*>(m_base) + m_guard : nullptr; }
   [[nodiscard]] std::size_t bytes() const { return m_bytes; }
   /// @return empty when both guards are intact, else where the first changed byte is
   /// ("3 bytes after the end" / "12 bytes before the start").
@@ -43,7 +45,8 @@ private:
   device::backend& m_dev;
   void* m_base = nullptr;
   std::size_t m_bytes;
-  std::vector<std::uint8_t> m_canary; // 2 * guard_bytes: before, then after
+  std::size_t m_guard;
+  std::vector<std::uint8_t> m_canary; // 2 * m_guard: before, then after
 };
 
 struct host_tensor {
@@ -53,7 +56,9 @@ struct host_tensor {
 
 class tensor_set {
 public:
-  tensor_set(device::backend& dev, const problem::problem& p, precision prec, std::uint64_t canary_seed);
+  /// `guards` false: unguarded buffers (a run under compute-sanitizer; check_guards() is then empty).
+  tensor_set(device::backend& dev, const problem::problem& p, precision prec, std::uint64_t canary_seed,
+             bool guards = true);
 
   void upload_inputs(const std::vector<host_tensor>& inputs);
   /// Sets the workspace size (asked of the candidate once per shape) and allocates it.
@@ -73,6 +78,7 @@ public:
 private:
   device::backend& m_dev;
   const problem::problem& m_problem;
+  std::size_t m_guard; // guard bytes on each side of every buffer
   std::vector<std::unique_ptr<guarded_buffer>> m_in, m_out;
   std::unique_ptr<guarded_buffer> m_ws;
   std::vector<kf_tensor> m_in_t, m_out_t;

@@ -210,6 +210,67 @@ public:
 
   // --- sections ------------------------------------------------------------------------
 
+  // A shape: 1 to 8 positive integer dimensions whose product fits int64.
+  std::vector<int64_t> read_shape(const toml::node& shape, const std::string& skey) const {
+    if (!shape.is_array())
+      fail(shape, skey, fmt::format("must be an array of positive integers, got {}", type_name(shape)));
+    const toml::array& dims = *shape.as_array();
+    if (dims.empty()) fail(shape, skey, "must have at least 1 dimension (a scalar is shape = [1])");
+    if (dims.size() > 8) fail(shape, skey, fmt::format("has {} dimensions; at most 8 are supported", dims.size()));
+    std::vector<int64_t> out;
+    int64_t numel = 1;
+    for (std::size_t i = 0; i < dims.size(); ++i) {
+      const toml::node& d = *dims.get(i);
+      if (!d.is_integer())
+        fail(d, skey, fmt::format("must be an array of positive integers; element {} is {}", i, type_name(d)));
+      const int64_t v = d.as_integer()->get();
+      if (v <= 0) fail(d, skey, fmt::format("must be an array of positive integers; element {} is {}", i, v));
+      if (numel > INT64_MAX / v) fail(shape, skey, "has too many elements (the product overflows int64)");
+      numel *= v;
+      out.push_back(v);
+    }
+    return out;
+  }
+
+  // [sanitize]: shapes for every tensor or none (a partial set could not be consistent with
+  // the shapes the candidate derives from the others), the tools, a watchdog.
+  sanitize_spec read_sanitize(const toml::table& st, const std::vector<tensor_spec>& tensors) const {
+    sanitize_spec s;
+    std::vector<std::string> names;
+    for (const auto& t : tensors) names.push_back(t.name);
+    for (auto&& [k, v] : st) {
+      const std::string key = sub("sanitize", k.str());
+      if (k.str() == "tools") {
+        if (!v.is_array()) fail(v, key, fmt::format("must be an array of tool names, got {}", type_name(v)));
+        const std::vector<std::string> known(std::begin(sanitizer_tools), std::end(sanitizer_tools));
+        s.tools.clear();
+        for (auto&& e : *v.as_array()) {
+          if (!e.is_string() || std::find(known.begin(), known.end(), e.as_string()->get()) == known.end())
+            fail(e, key, fmt::format("unknown tool {} (known: {})", e.is_string() ? "'" + e.as_string()->get() + "'" : type_name(e),
+                                     join(known)));
+          s.tools.push_back(e.as_string()->get());
+        }
+        if (s.tools.empty()) fail(v, key, "must name at least one tool (leave [sanitize] tools out for all four)");
+      } else if (k.str() == "timeout_s") {
+        read_number(st, "sanitize", "timeout_s", s.timeout_s, 0, true);
+      } else if (std::find(names.begin(), names.end(), k.str()) != names.end()) {
+        s.shapes[std::string(k.str())] = read_shape(v, key);
+      } else {
+        const std::string best = closest(k.str(), names);
+        fail(&k.source(), key,
+             fmt::format("names no tensor (tensors: {}; other keys: tools, timeout_s){}", join(names),
+                         best.empty() ? "" : "; did you mean '" + best + "'?"));
+      }
+    }
+    if (!s.shapes.empty())
+      for (const auto& n : names)
+        if (!s.shapes.count(n))
+          fail(&st.source(), sub("sanitize", n),
+               fmt::format("missing: [sanitize] gives shapes for some tensors, so it must give one for every tensor ({})",
+                           join(names)));
+    return s;
+  }
+
   tensor_spec read_tensor(const toml::table& t, const std::string& prefix, bool output, kf_dtype real) const {
     if (output) check_keys(t, prefix, {"name", "shape", "dtype"});
     else check_keys(t, prefix, {"name", "shape", "dtype", "param"});
@@ -221,24 +282,7 @@ public:
     if (s.name == "name")
       fail(*t.get("name"), sub(prefix, "name"), "the tensor name 'name' is reserved (it names a case in [[cases]])");
 
-    const toml::node* shape = get(t, prefix, "shape", true);
-    const std::string skey = sub(prefix, "shape");
-    if (!shape->is_array())
-      fail(*shape, skey, fmt::format("must be an array of positive integers, got {}", type_name(*shape)));
-    const toml::array& dims = *shape->as_array();
-    if (dims.empty()) fail(*shape, skey, "must have at least 1 dimension (a scalar is shape = [1])");
-    if (dims.size() > 8) fail(*shape, skey, fmt::format("has {} dimensions; at most 8 are supported", dims.size()));
-    int64_t numel = 1;
-    for (std::size_t i = 0; i < dims.size(); ++i) {
-      const toml::node& d = *dims.get(i);
-      if (!d.is_integer())
-        fail(d, skey, fmt::format("must be an array of positive integers; element {} is {}", i, type_name(d)));
-      const int64_t v = d.as_integer()->get();
-      if (v <= 0) fail(d, skey, fmt::format("must be an array of positive integers; element {} is {}", i, v));
-      if (numel > INT64_MAX / v) fail(*shape, skey, "has too many elements (the product overflows int64)");
-      numel *= v;
-      s.shape.push_back(v);
-    }
+    s.shape = read_shape(*get(t, prefix, "shape", true), sub(prefix, "shape"));
 
     s.role = output ? tensor_role::output : tensor_role::input;
     s.dtype = real;
@@ -361,7 +405,7 @@ public:
   problem read(const toml::table& root, const fs::path& dir) const {
     check_keys(root, "",
                {"name", "description", "backend", "dtype", "reference", "seed", "inputs", "outputs", "cases", "work",
-                "tolerance", "eval", "baselines"});
+                "tolerance", "eval", "baselines", "sanitize"});
     problem p;
     p.name = *get_string(root, "", "name", true);
     if (!valid_problem_name(p.name))
@@ -483,6 +527,7 @@ public:
         p.baselines.push_back(std::move(b));
       }
     }
+    if (const toml::table* st = get_table(root, "sanitize")) p.sanitize = read_sanitize(*st, p.tensors);
     return p;
   }
 
@@ -552,5 +597,25 @@ problem load(const fs::path& path) {
   p.toml_text = std::move(text);
   return p;
 }
+
+problem with_shapes(const problem& p, const std::map<std::string, std::vector<int64_t>>& shapes) {
+  problem out = p;
+  for (const auto& [name, shape] : shapes) {
+    auto it = std::find_if(out.tensors.begin(), out.tensors.end(), [&](const tensor_spec& t) { return t.name == name; });
+    if (it == out.tensors.end()) {
+      std::vector<std::string> names;
+      for (const auto& t : p.tensors) names.push_back(t.name);
+      KFORGE_THROW(problem, "{}: shape override for '{}': no such tensor (tensors: {})", p.toml_path.string(), name,
+                   join(names));
+    }
+    if (shape.empty() || std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d <= 0; }))
+      KFORGE_THROW(problem, "{}: shape override for '{}': dimensions must be positive, and at least one",
+                   p.toml_path.string(), name);
+    it->shape = shape;
+  }
+  return out;
+}
+
+problem sanitize_problem(const problem& p) { return with_shapes(p, p.sanitize.shapes); }
 
 } // namespace kforge::problem

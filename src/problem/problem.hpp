@@ -68,6 +68,14 @@ struct eval_spec {
   double review_speedup = 50.0; // a speedup over the reference above this is flagged for review
 };
 
+/// [sanitize]: how `kforge eval --sanitize` runs compute-sanitizer. The tools are slow
+/// (racecheck 10-100x), so a problem may give every tensor a smaller shape for it.
+struct sanitize_spec {
+  std::map<std::string, std::vector<int64_t>> shapes; // empty, or one entry per tensor
+  std::vector<std::string> tools{"memcheck", "racecheck", "initcheck", "synccheck"};
+  double timeout_s = 600.0; // watchdog for one tool's run
+};
+
 /// A named implementation timed beside every candidate (cuBLAS, cuDNN, ...), judged like one.
 struct baseline_spec {
   std::string name;
@@ -89,6 +97,7 @@ struct problem {
   std::filesystem::path reference;       // absolute path of the reference source
   std::optional<std::filesystem::path> seed; // absolute path of the seed candidate, if any
   std::vector<baseline_spec> baselines;      // [[baselines]]: timed beside the candidate
+  sanitize_spec sanitize;                    // [sanitize]
   std::string toml_text;                 // the file as read, stored with the problem
 
   [[nodiscard]] std::vector<const tensor_spec*> inputs() const;  // inputs and params, ABI order
@@ -100,5 +109,16 @@ struct problem {
 /// Loads and validates `dir/problem.toml` (or `dir` itself when it names a .toml file).
 /// @throws kforge::error (problem) "FILE: key 'K': REASON" for every mistake found first.
 [[nodiscard]] problem load(const std::filesystem::path& dir);
+
+/// The compute-sanitizer tools [sanitize] tools may name.
+inline constexpr const char* sanitizer_tools[] = {"memcheck", "racecheck", "initcheck", "synccheck"};
+
+/// A copy of `p` with tensor shapes replaced: `with_shapes(p, {{"x", {64, 4096}}})`.
+/// @throws kforge::error (problem) naming the known tensors when a name is not one of them,
+/// or when a shape is empty or has a non-positive dimension.
+[[nodiscard]] problem with_shapes(const problem& p, const std::map<std::string, std::vector<int64_t>>& shapes);
+
+/// `p` at its [sanitize] shapes (a copy of `p` when it gives none).
+[[nodiscard]] problem sanitize_problem(const problem& p);
 
 } // namespace kforge::problem

@@ -6,6 +6,7 @@
 #include "device/calibration.hpp"
 #include "eval/inputs.hpp"
 #include "eval/statistics.hpp"
+#include "worker/sanitize.hpp"
 #include "worker/supervisor.hpp"
 
 #include <chrono>
@@ -294,7 +295,30 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   ev.message = fmt::format("all {} checks passed on {} trials over {} input distributions", ev.checks.size(),
                            trials.size(), p.cases.size());
 
-  // 5. Timing, only for a correct candidate.
+  // 5. compute-sanitizer, when asked: after verification (nothing is sanitized that is
+  // already wrong), before timing (a candidate it fails is not timed).
+  if (opts.sanitize) {
+    sanitize_options so{.worker_exe = exe, .seed = opts.seed};
+    so.on_check = [&](const eval::check_result& c) { add_check(c); };
+    if (auto why = sanitize_unavailable(p, so); !why.empty()) {
+      ev.sanitize = {{"skipped", why}};
+    } else {
+      auto s = sanitize_library(p, cand.library, so);
+      nlohmann::json names = nlohmann::json::array();
+      for (auto& c : s.checks) names.push_back(c.name);
+      ev.sanitize = {{"passed", s.passed()}, {"checks", names}};
+      if (!s.skipped.empty()) ev.sanitize = {{"skipped", s.skipped}};
+      for (auto& c : s.checks)
+        if (!c.passed) {
+          fail_with(c);
+          return ev;
+        }
+    }
+    ev.phases["sanitize_s"] = since(t_phase);
+    t_phase = clock::now();
+  }
+
+  // 6. Timing, only for a correct candidate.
   if (!opts.time) return ev;
   const double budget = opts.time_budget_s > 0 ? opts.time_budget_s : p.eval.time_budget_s;
   nlohmann::json subjects = nlohmann::json::array({{{"name", "candidate"}, {"library", cand.library.string()}},
@@ -416,6 +440,7 @@ nlohmann::json to_json(const evaluation& ev, const problem::problem& p) {
   j["device"] = ev.device;
   j["precision"] = p.tolerance.precision;
   j["review"] = ev.review;
+  j["sanitize"] = ev.sanitize;
   j["builds"] = nlohmann::json::array();
   for (auto& b : ev.builds)
     j["builds"].push_back({{"role", b.role}, {"toolchain", b.artifact.toolchain}, {"ok", b.artifact.ok},

@@ -41,6 +41,7 @@ struct evaluate_options {
   bool time = true;                       // time a passing candidate against the reference
   double time_budget_s = 0;               // 0: the problem's [eval] time_budget_s
   double timeout_s = 0;                   // 0: the problem's [eval] timeout_s
+  bool sanitize = false;                  // compute-sanitizer on a candidate that passed verification (worker/sanitize.hpp)
   evaluate_observer observer;
 };
 
@@ -64,6 +65,7 @@ struct evaluation {
   nlohmann::json phases = nlohmann::json::object(); // wall seconds: build_s, oracle_s, verify_s, judge_s, timing_s
   std::string worker_output;                          // what the candidate printed, truncated
   std::vector<std::string> review;                    // flags for a person (implausible speedup); not failures
+  nlohmann::json sanitize;                            // null: not asked; {"skipped": why} or {"passed", "checks"}
   [[nodiscard]] bool passed() const { return status == "passed"; }
   [[nodiscard]] const eval::timing_summary* timing(const std::string& subject) const;
   /// reference median / candidate median, when both were timed.

@@ -49,7 +49,7 @@ void write_all_nointr(int fd, const std::string& s) {
 } // namespace
 
 worker_outcome run_worker(const std::filesystem::path& exe, nlohmann::json job, double timeout_s,
-                          std::size_t max_output) {
+                          std::size_t max_output, const std::vector<std::string>& wrapper) {
   if (!std::filesystem::exists(exe))
     KFORGE_THROW(worker, "worker executable {} not found (set KFORGE_WORKER, or keep kforge-worker beside kforge)",
                  exe.string());
@@ -62,6 +62,13 @@ worker_outcome run_worker(const std::filesystem::path& exe, nlohmann::json job, 
     KFORGE_THROW(worker, "pipe: {}", std::strerror(errno));
   // Keep SIGPIPE from killing the parent if the worker dies before reading its job.
   ::signal(SIGPIPE, SIG_IGN);
+
+  // The argv is built before fork: the child of a threaded parent must not allocate.
+  const std::string path = exe.string();
+  std::vector<char*> argv;
+  for (auto& a : wrapper) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(const_cast<char*>(wrapper.empty() ? "kforge-worker" : path.c_str()));
+  argv.push_back(nullptr);
 
   const auto t0 = std::chrono::steady_clock::now();
   const pid_t parent = ::getpid();
@@ -76,9 +83,7 @@ worker_outcome run_worker(const std::filesystem::path& exe, nlohmann::json job, 
     ::dup2(out_p[1], 2);
     ::dup2(res_p[1], result_fd); // dup2 clears close-on-exec on the copy
     ::syscall(SYS_close_range, result_fd + 1, ~0U, 0);
-    const std::string path = exe.string();
-    char* argv[] = {const_cast<char*>("kforge-worker"), nullptr};
-    ::execv(path.c_str(), argv);
+    ::execv(wrapper.empty() ? path.c_str() : wrapper[0].c_str(), argv.data());
     ::_exit(127);
   }
   ::setpgid(pid, pid); // also from the parent, so the group exists before any kill below

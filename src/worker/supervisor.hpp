@@ -38,7 +38,11 @@ struct worker_outcome {
 [[nodiscard]] std::filesystem::path default_worker_exe();
 
 /// @pre job has no "nonce" (run_worker adds it)
+/// `wrapper` is a command put in front of the worker, which it must start with the same
+/// stdin and descriptors: `{"compute-sanitizer", "--tool", "memcheck"}` runs
+/// `compute-sanitizer --tool memcheck kforge-worker`. Empty: the worker itself.
 [[nodiscard]] worker_outcome run_worker(const std::filesystem::path& exe, nlohmann::json job, double timeout_s,
-                                        std::size_t max_output = 64 * 1024);
+                                        std::size_t max_output = 64 * 1024,
+                                        const std::vector<std::string>& wrapper = {});
 
 } // namespace kforge::worker

@@ -100,7 +100,8 @@ int run_verify(channel_writer& ch, const problem::problem& p, const nlohmann::js
     return 0;
   }
   auto& k = std::get<kernel_library>(cand);
-  eval::tensor_set ts(dev, p, eval::precision::nominal, canary());
+  // "guards": false under compute-sanitizer, so that an access past a buffer leaves its allocation.
+  eval::tensor_set ts(dev, p, eval::precision::nominal, canary(), job.value("guards", true));
   bool sized = false;
   // Workspace poison differs between the two calls on the same inputs, so a candidate
   // that reads workspace it never wrote computes two different answers.
@@ -309,7 +310,9 @@ int worker_process_main() {
       ch.send({{"type", "done"}});
       return 0;
     }
-    const auto p = problem::load(job["problem"].get<std::string>());
+    // "shapes": tensor shapes that replace the problem's (the reduced shape of a sanitizer run).
+    const auto p = problem::with_shapes(problem::load(job["problem"].get<std::string>()),
+                                        job.value("shapes", std::map<std::string, std::vector<int64_t>>{}));
     auto dev = device::make_backend(p.backend);
     const std::string role = job["role"];
     int rc = 0;

@@ -633,6 +633,52 @@ TEST(ProblemErrors, IntegerTensorNeedsIntRange) {
              "key 'cases[0].b': 'int_range(-1, 10)' does not fit tensor 'b' of dtype u8 (range 0 to 255)");
 }
 
+// --- [sanitize] -----------------------------------------------------------------------------
+
+TEST(ProblemLoad, SanitizeShapesToolsAndTimeout) {
+  problem_dir d(minimal("", "[sanitize]\nx = [2, 8]\ny = [2, 8]\ntools = [\"memcheck\", \"racecheck\"]\ntimeout_s = 30\n"));
+  const auto p = kp::load(d.path);
+  EXPECT_EQ(p.sanitize.shapes.at("x"), (std::vector<int64_t>{2, 8}));
+  EXPECT_EQ(p.sanitize.tools, (std::vector<std::string>{"memcheck", "racecheck"}));
+  EXPECT_EQ(p.sanitize.timeout_s, 30.0);
+  const auto small = kp::sanitize_problem(p);
+  EXPECT_EQ(small.tensors[0].shape, (std::vector<int64_t>{2, 8}));
+  EXPECT_EQ(p.tensors[0].shape, (std::vector<int64_t>{4, 8})); // the original is untouched
+}
+
+TEST(ProblemLoad, SanitizeDefaultsToAllToolsAtTheProblemShapes) {
+  problem_dir d(minimal());
+  const auto p = kp::load(d.path);
+  EXPECT_TRUE(p.sanitize.shapes.empty());
+  EXPECT_EQ(p.sanitize.tools.size(), 4u);
+  EXPECT_EQ(kp::sanitize_problem(p).tensors[1].shape, p.tensors[1].shape);
+}
+
+TEST(ProblemErrors, SanitizeMistakes) {
+  EXPECT_HAS(load_error(minimal("", "[sanitize]\nz = [2, 8]\n")),
+             ":12:1: key 'sanitize.z': names no tensor (tensors: x, y; other keys: tools, timeout_s)");
+  EXPECT_HAS(load_error(minimal("", "[sanitize]\nxx = [2, 8]\n")), "did you mean 'x'?");
+  EXPECT_HAS(load_error(minimal("", "[sanitize]\nx = [2, 8]\n")),
+             "key 'sanitize.y': missing: [sanitize] gives shapes for some tensors, so it must give one for every "
+             "tensor (x, y)");
+  EXPECT_HAS(load_error(minimal("", "[sanitize]\nx = [2, 0]\ny = [2, 8]\n")),
+             "key 'sanitize.x': must be an array of positive integers; element 1 is 0");
+  EXPECT_HAS(load_error(minimal("", "[sanitize]\ntools = [\"memchek\"]\n")),
+             "key 'sanitize.tools': unknown tool 'memchek' (known: memcheck, racecheck, initcheck, synccheck)");
+  EXPECT_HAS(load_error(minimal("", "[sanitize]\ntimeout_s = 0\n")), "key 'sanitize.timeout_s': must be > 0");
+}
+
+TEST(ProblemErrors, ShapeOverrideNamesTheKnownTensors) {
+  problem_dir d(minimal());
+  const auto p = kp::load(d.path);
+  try {
+    (void)kp::with_shapes(p, {{"w", {1}}});
+    ADD_FAILURE() << "no error";
+  } catch (const kforge::error& e) {
+    EXPECT_HAS(std::string(e.what()), "shape override for 'w': no such tensor (tensors: x, y)");
+  }
+}
+
 // --- the problems shipped in the repository -------------------------------------------------
 
 TEST(ProblemLoad, ShippedProblemsLoad) {

@@ -1,0 +1,46 @@
+// The softmax seed without the __syncthreads() that ends each block reduction: a fast
+// warp's write of red[] for the sum races the slow warps' reads of red[] for the max. The
+// sum pass's loop makes the wrong answer rare, so verification passes; racecheck must
+// report the hazard (sanitize_racecheck). Used by tests/gpu/sanitize.cpp.
+#include <kforge/kernel.h>
+#include <cuda_runtime.h>
+
+namespace {
+
+constexpr int threads = 256;
+
+template <bool is_max>
+__device__ float block_reduce(float v, float* red) {
+  for (int o = 16; o > 0; o >>= 1) {
+    const float w = __shfl_xor_sync(0xffffffffu, v, o);
+    v = is_max ? fmaxf(v, w) : v + w;
+  }
+  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = v;
+  __syncthreads();
+  float r = red[0];
+  for (int w = 1; w < threads / 32; ++w) r = is_max ? fmaxf(r, red[w]) : r + red[w];
+  return r; // missing: __syncthreads() before red[] is written again
+}
+
+__global__ void softmax_rows(const float* __restrict__ x, float* __restrict__ y, long cols) {
+  __shared__ float red[threads / 32];
+  const float* xr = x + blockIdx.x * cols;
+  float* yr = y + blockIdx.x * cols;
+  float m = -INFINITY;
+  for (long j = threadIdx.x; j < cols; j += threads) m = fmaxf(m, xr[j]);
+  m = block_reduce<true>(m, red);
+  float s = 0.f;
+  for (long j = threadIdx.x; j < cols; j += threads) s += expf(xr[j] - m);
+  s = block_reduce<false>(s, red);
+  for (long j = threadIdx.x; j < cols; j += threads) yr[j] = expf(xr[j] - m) / s;
+}
+
+} // namespace
+
+KF_EXPORT int kf_forward(const kf_args* a) {
+  if (a->num_inputs != 1 || a->num_outputs != 1 || a->inputs[0].ndim != 2) return 1;
+  const long rows = a->inputs[0].shape[0], cols = a->inputs[0].shape[1];
+  softmax_rows<<<rows, threads, 0, static_cast<cudaStream_t>(a->stream)>>>(
+      static_cast<const float*>(a->inputs[0].data), static_cast<float*>(a->outputs[0].data), cols);
+  return cudaGetLastError() == cudaSuccess ? 0 : 2;
+}
