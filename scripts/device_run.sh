@@ -30,6 +30,8 @@ sed 's/512/256/g' examples/softmax_nvrtc.cu > /tmp/nvrtc256.cu # new source (not
 /usr/bin/time -f '%e s wall' dist/kforge eval tests/gpu/problems/softmax_small /tmp/nvrtc256.cu --json > "$OUT/latency_nvrtc.json"
 python3 -c "import json; j=json.load(open('$OUT/latency_nvrtc.json')); print(j['status'], 'phases', j['phases']); print([(b['role'], b['toolchain'], b['cached'], round(b['duration_s'], 3)) for b in j['builds']])"
 fi
+echo "=== sanitize: the softmax seed under compute-sanitizer (memcheck, racecheck, initcheck, synccheck)"
+/usr/bin/time -f '%e s wall' dist/kforge eval tests/gpu/problems/softmax_small problems/softmax/seed.cu --sanitize --no-time | tail -6
 for src in ${DEVICE_EXTRA:-}; do
   p=${src%%:*}; f=${src#*:}
   echo "=== problem $p: $f"
