@@ -188,8 +188,12 @@ fs::path find_compute_sanitizer() {
 std::vector<std::string> sanitizer_command(const fs::path& sanitizer, const std::string& tool, const fs::path& log) {
   // The report goes to a private file: the candidate shares stdout with the sanitizer and
   // could print a forged "ERROR SUMMARY: 0 errors" there.
-  return {sanitizer.string(), "--tool", tool, "--log-file", log.string(), "--print-limit", "20",
-          "--show-backtrace", "no", "--error-exitcode", "86"};
+  std::vector<std::string> argv = {sanitizer.string(), "--tool", tool, "--log-file", log.string(), "--print-limit", "20",
+                                   "--show-backtrace", "no", "--error-exitcode", "86"};
+  // cudaMalloc packs allocations back to back, so a read just past one buffer lands in the
+  // next and memcheck sees a valid address; padding after every allocation makes it a fault.
+  if (tool == "memcheck") argv.insert(argv.end(), {"--padding", "4096"});
+  return argv;
 }
 
 bool sanitize_result::passed() const {

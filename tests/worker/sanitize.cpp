@@ -8,6 +8,8 @@
 #include "build/compiler.hpp"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <sys/stat.h>
 
 using namespace kforge;
@@ -144,6 +146,9 @@ TEST(sanitize_command, names_tool_log_and_limits_before_the_worker) {
   EXPECT_TRUE(has("--tool", "racecheck"));
   EXPECT_TRUE(has("--log-file", "/tmp/x/racecheck.log"));
   EXPECT_TRUE(has("--print-limit", "20"));
+  EXPECT_FALSE(has("--padding", "4096"));
+  auto mem = worker::sanitizer_command("/cuda/bin/compute-sanitizer", "memcheck", "/tmp/x/memcheck.log");
+  EXPECT_NE(std::find(mem.begin(), mem.end(), "--padding"), mem.end()); // reads just past a buffer are faults
 }
 
 TEST(sanitize_command, environment_variable_names_the_sanitizer) {
