@@ -1,0 +1,41 @@
+#include "llm/http_provider.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+
+namespace kforge::llm {
+
+http_provider::http_provider(std::string scheme, std::string model, const provider_options& opts,
+                             std::string default_base_url, std::string default_key_env)
+    : m_scheme(std::move(scheme)), m_model(std::move(model)), m_opts(opts) {
+  m_custom_base = !opts.base_url.empty();
+  m_base_url = m_custom_base ? opts.base_url : std::move(default_base_url);
+  while (!m_base_url.empty() && m_base_url.back() == '/') m_base_url.pop_back();
+  m_key_env = opts.key_env.empty() ? std::move(default_key_env) : opts.key_env;
+  if (const char* k = std::getenv(m_key_env.c_str())) m_key = k;
+  if (m_key.empty() && !m_custom_base)
+    throw error(error_kind::auth, m_scheme + ": $" + m_key_env +
+                                      " is not set; export your API key there (or name another "
+                                      "variable, or point base_url at a local server)");
+  m_slots = endpoint_slots(m_base_url, opts.max_concurrency);
+}
+
+response http_provider::complete(const request& req, const text_callback& on_text_delta) {
+  request r = req;
+  if (r.model.empty()) r.model = m_model;
+  try {
+    return with_retries(m_opts.retry, m_slots, [&] {
+      try {
+        return attempt(r, on_text_delta);
+      } catch (const nlohmann::json::exception& e) { // a field of an unexpected type
+        throw error(error_kind::malformed, m_scheme + ": unexpected response shape (" + e.what() + ")");
+      }
+    });
+  } catch (const error& e) {
+    // The one place every error leaves a provider: servers echo keys back, URLs may hold them.
+    throw error(e.kind(), redact(e.what(), m_key), e.retryable(), e.http_status(), e.retry_after());
+  }
+}
+
+} // namespace kforge::llm
