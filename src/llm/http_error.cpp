@@ -77,4 +77,9 @@ error http_error(std::string_view provider, int status,
   return error(kind, std::move(msg), retryable, status, server_retry_delay(headers));
 }
 
+std::string str_at(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 } // namespace kforge::llm

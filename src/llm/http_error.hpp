@@ -4,6 +4,8 @@
 //   throw llm::http_error("openai", 429, headers, "Rate limit reached", "rate_limit_exceeded", "OPENAI_API_KEY");
 #include "llm/message.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <map>
 #include <string>
 #include <string_view>
@@ -21,5 +23,8 @@ namespace kforge::llm {
 /// The provider's {error:{message,type|code}} (OpenAI, Anthropic, OpenRouter) or
 /// {object:"error",message} (vLLM) from a body; the raw body (shortened) when unreadable.
 void parse_error_body(std::string_view body, std::string& message, std::string& type);
+
+/// j[key] when it is a string, else "" (provider bodies omit and null fields freely).
+[[nodiscard]] std::string str_at(const nlohmann::json& j, const char* key);
 
 } // namespace kforge::llm

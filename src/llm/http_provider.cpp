@@ -1,4 +1,5 @@
 #include "llm/http_provider.hpp"
+#include "llm/http_error.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -36,6 +37,23 @@ response http_provider::complete(const request& req, const text_callback& on_tex
     // The one place every error leaves a provider: servers echo keys back, URLs may hold them.
     throw error(e.kind(), redact(e.what(), m_key), e.retryable(), e.http_status(), e.retry_after());
   }
+}
+
+http_response http_provider::post(const http_request& h, const bool& delivered) const {
+  http_response r;
+  try {
+    r = http_post(h);
+  } catch (const error& e) {
+    if (!delivered) throw;
+    throw error(e.kind(), std::string(e.what()) + " (after part of the answer was streamed; not retried)", false,
+                e.http_status(), e.retry_after());
+  }
+  if (r.status < 200 || r.status >= 300) {
+    std::string message, type;
+    parse_error_body(r.body, message, type);
+    throw http_error(m_scheme, static_cast<int>(r.status), r.headers, message, type, m_key_env);
+  }
+  return r;
 }
 
 } // namespace kforge::llm

@@ -2,6 +2,7 @@
 // What the HTTP providers share: the key from the environment, the endpoint's
 // concurrency slots, retries, and redaction of the key from every error.
 // A provider implements attempt() (one HTTP exchange); complete() wraps it.
+#include "llm/http.hpp"
 #include "llm/provider.hpp"
 #include "llm/retry.hpp"
 
@@ -21,6 +22,10 @@ protected:
                 std::string default_base_url, std::string default_key_env);
   /// One exchange with the server; throws llm::error (retryable ones are retried).
   virtual response attempt(const request& req, const text_callback& on_text_delta) = 0;
+  /// Sends h. A failure once `delivered` (text already streamed to the caller) is turned
+  /// non-retryable, so no caller sees the same text twice; a non-2xx status becomes the
+  /// provider's http_error.
+  [[nodiscard]] http_response post(const http_request& h, const bool& delivered) const;
 
   std::string m_scheme, m_model, m_base_url, m_key_env, m_key;
   bool m_custom_base = false; // base URL overridden (vLLM, llama.cpp, Ollama, OpenRouter...)

@@ -46,10 +46,6 @@ void read_usage(const nlohmann::json& u, usage& out) {
   }
 }
 
-std::string str_at(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 class openai_provider final : public http_provider {
 public:
@@ -115,19 +111,7 @@ private:
       h.on_body = [&](std::string_view chunk) { parser.feed(chunk, on_event); };
     }
 
-    http_response r;
-    try {
-      r = http_post(h);
-    } catch (const error& e) {
-      if (!delivered) throw;
-      throw error(e.kind(), std::string(e.what()) + " (after part of the answer was streamed; not retried)",
-                  false, e.http_status(), e.retry_after());
-    }
-    if (r.status < 200 || r.status >= 300) {
-      std::string message, type;
-      parse_error_body(r.body, message, type);
-      throw http_error("openai", static_cast<int>(r.status), r.headers, message, type, m_key_env);
-    }
+    const http_response r = post(h, delivered);
     if (req.stream) {
       if (!done)
         throw error(error_kind::malformed,
