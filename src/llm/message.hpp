@@ -31,6 +31,10 @@ struct request {
   std::vector<std::string> stop;    // stop sequences
   bool stream = false;              // stream from the server (on_text_delta sees text as it comes)
   bool cache_system = false;        // Anthropic: mark the system block cacheable (prompt caching)
+  // A name for this call that is stable across re-runs ("branch/r2/idea3/impl1"): replay
+  // and resume match by it when set, since a prompt that quotes measured times differs
+  // from run to run. Not sent to any server; not part of request_hash.
+  std::string replay_key;
 };
 
 // Token counts normalised across providers. input_tokens is the whole prompt, cached

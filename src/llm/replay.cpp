@@ -17,7 +17,10 @@ replay::replay(const std::filesystem::path& transcript) : m_path(transcript) {
         !(j.contains("response") || j.contains("error")))
       throw error(error_kind::bad_request, "replay: " + transcript.string() + ":" + std::to_string(lineno) +
                                                ": not a transcript entry (a truncated file?)");
-    m_entries[j["request_hash"].get<std::string>()].push_back(line);
+    if (auto k = j.find("replay_key"); k != j.end() && k->is_string() && !k->get<std::string>().empty())
+      m_by_key[k->get<std::string>()].push_back(line);
+    else
+      m_entries[j["request_hash"].get<std::string>()].push_back(line);
     ++m_total;
   }
 }
@@ -27,13 +30,15 @@ response replay::complete(const request& req, const text_callback& on_text_delta
   std::string line;
   {
     std::lock_guard lock(m_mu);
-    auto it = m_entries.find(hash);
-    if (it == m_entries.end() || it->second.empty())
+    auto& table = req.replay_key.empty() ? m_entries : m_by_key;
+    const std::string& key = req.replay_key.empty() ? hash : req.replay_key;
+    auto it = table.find(key);
+    if (it == table.end() || it->second.empty())
       throw error(error_kind::bad_request,
                   "replay: " + m_path.string() + " has no " +
-                      (it == m_entries.end() ? "recorded answer" : "further answer") +
-                      " for request " + hash.substr(0, 12) + " (of " + std::to_string(m_total) +
-                      " entries); the run asked something the recorded run did not");
+                      (it == table.end() ? "recorded answer" : "further answer") + " for request " +
+                      (req.replay_key.empty() ? hash.substr(0, 12) : "'" + req.replay_key + "'") + " (of " +
+                      std::to_string(m_total) + " entries); the run asked something the recorded run did not");
     line = std::move(it->second.front());
     it->second.pop_front();
   }
@@ -55,6 +60,7 @@ recording::recording(std::unique_ptr<provider> inner, const std::filesystem::pat
 
 response recording::complete(const request& req, const text_callback& on_text_delta) {
   nlohmann::json entry{{"v", 1}, {"request_hash", request_hash(req)}, {"request", to_json(req)}};
+  if (!req.replay_key.empty()) entry["replay_key"] = req.replay_key;
   auto write = [&] {
     std::lock_guard lock(m_mu);
     entry["index"] = m_index++;

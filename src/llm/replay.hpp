@@ -7,7 +7,8 @@
 // Transcript: JSON lines, one per finished call, in the order calls finished:
 //   {"v":1,"index":0,"request_hash":"<sha256>","request":{...},"response":{...}}
 //   {"v":1,"index":1,"request_hash":"<sha256>","request":{...},"error":{"kind":"rate_limit","message":...}}
-// Matching rule: by request_hash (llm::request_hash: model, system, messages,
+// Matching rule: a request with a replay_key takes the next unused entry recorded with
+// that key ({"replay_key": ...} beside request_hash), whatever its prompt; otherwise by request_hash (llm::request_hash: model, system, messages,
 // max_tokens, temperature, stop), and among entries with the same hash, in file order:
 // the k-th call with a given request gets the k-th recorded answer to it. So parallel
 // calls that finish in another order still replay the same answers, and sampling one
@@ -39,6 +40,7 @@ private:
   std::filesystem::path m_path;
   std::mutex m_mu;
   std::map<std::string, std::deque<std::string>> m_entries; // hash -> entry lines (JSON), file order
+  std::map<std::string, std::deque<std::string>> m_by_key;  // replay_key -> entry lines, file order
   std::size_t m_total = 0;
 };
 
