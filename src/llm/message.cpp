@@ -10,7 +10,7 @@
 namespace kforge::llm {
 
 namespace {
-constexpr std::array<std::pair<error_kind, std::string_view>, 8> k_kind_names{{
+constexpr std::array<std::pair<error_kind, std::string_view>, 9> k_kind_names{{
     {error_kind::auth, "auth"},
     {error_kind::rate_limit, "rate_limit"},
     {error_kind::overloaded, "overloaded"},
@@ -19,6 +19,7 @@ constexpr std::array<std::pair<error_kind, std::string_view>, 8> k_kind_names{{
     {error_kind::bad_request, "bad_request"},
     {error_kind::network, "network"},
     {error_kind::malformed, "malformed"},
+    {error_kind::budget, "budget"},
 }};
 } // namespace
 

@@ -55,7 +55,8 @@ struct response {
   std::string id;           // the provider's id (chatcmpl-..., msg_...)
 };
 
-enum class error_kind { auth, rate_limit, overloaded, server, timeout, bad_request, network, malformed };
+// budget: the run's token or cost budget is spent (usage.hpp's ledger); never retryable.
+enum class error_kind { auth, rate_limit, overloaded, server, timeout, bad_request, network, malformed, budget };
 
 [[nodiscard]] std::string_view error_kind_name(error_kind k);
 [[nodiscard]] std::optional<error_kind> error_kind_from_name(std::string_view name);
