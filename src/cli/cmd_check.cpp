@@ -4,7 +4,7 @@
 // itself is screened: control kernels that are wrong on purpose must all fail.
 #include "cli/commands.hpp"
 #include "cli/format.hpp"
-#include "cli/record.hpp"
+#include "search/record.hpp"
 #include "core/dtype.hpp"
 #include "worker/screen.hpp"
 
@@ -71,12 +71,12 @@ command_fn add_check_command(CLI::App& app, global_options& g) {
 
     // The reference judged as a candidate must pass: otherwise no candidate could.
     eo.time = false;
-    auto ref = evaluate_and_record(db, p, p.reference, "reference", eo);
+    auto ref = search::evaluate_and_record(db, p, p.reference, {.origin = "reference"}, eo);
     out["reference"] = ref.json;
     bool ok = ref.result.passed();
     if (p.seed) {
       eo.time = true;
-      auto s = evaluate_and_record(db, p, *p.seed, "seed", eo);
+      auto s = search::evaluate_and_record(db, p, *p.seed, {.origin = "seed"}, eo);
       out["seed"] = s.json;
       ok = ok && s.result.passed();
       if (!g.json) {
@@ -98,7 +98,7 @@ command_fn add_check_command(CLI::App& app, global_options& g) {
     out["baselines"] = nlohmann::json::array();
     eo.time = false;
     for (auto& b : p.baselines) {
-      auto r = evaluate_and_record(db, p, b.source, "baseline", eo);
+      auto r = search::evaluate_and_record(db, p, b.source, {.origin = "baseline"}, eo);
       out["baselines"].push_back(r.json);
       ok = ok && r.result.passed();
       if (!g.json)
@@ -110,7 +110,7 @@ command_fn add_check_command(CLI::App& app, global_options& g) {
     if (!*no_controls) {
       std::map<std::string, int64_t> evaluation_ids;
       auto run = [&](const worker::control_kernel& c, const worker::evaluate_options& o) {
-        auto r = evaluate_and_record(db, p, c.source, "control:" + c.name, o);
+        auto r = search::evaluate_and_record(db, p, c.source, {.origin = "control:" + c.name}, o);
         evaluation_ids[c.name] = r.evaluation_id;
         return r.result;
       };

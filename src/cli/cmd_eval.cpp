@@ -1,7 +1,7 @@
 // kforge eval PROBLEM CANDIDATE: build, verify and time one candidate; record it.
 #include "cli/commands.hpp"
 #include "cli/format.hpp"
-#include "cli/record.hpp"
+#include "search/record.hpp"
 #include "core/error.hpp"
 
 #include <iostream>
@@ -40,7 +40,7 @@ command_fn add_eval_command(CLI::App& app, global_options& g) {
     eo.time_budget_s = o->budget;
     eo.timeout_s = o->timeout;
     eo.sanitize = o->sanitize;
-    auto r = evaluate_and_record(db, p, o->candidate, "file", eo);
+    auto r = search::evaluate_and_record(db, p, o->candidate, {.origin = "file"}, eo);
     if (g.json) std::cout << r.json.dump(2) << "\n";
     else std::cout << format_evaluation(r.result, p, r.evaluation_id, o->candidate);
     return r.result.passed() ? exit_ok : exit_failed;

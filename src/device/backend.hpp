@@ -53,7 +53,19 @@ public:
   [[nodiscard]] virtual double time_call(const std::function<int()>& fn, int* rc) = 0;
 };
 
+/// @param ordinal which device of the kind (CUDA: the device index; the CPU has one)
 /// @throws kforge::error (usage) when the backend is not available in this build or on this machine.
-[[nodiscard]] std::unique_ptr<backend> make_backend(problem::backend_kind kind);
+[[nodiscard]] std::unique_ptr<backend> make_backend(problem::backend_kind kind, int ordinal = 0);
+
+/// How many devices of the kind this machine has (CPU: 1; CUDA: 0 when none is visible).
+[[nodiscard]] int device_count(problem::backend_kind kind);
+
+/// "name: description" of a device (e.g. "cuda:1: NVIDIA H200 (sm_90, ...)"), read once per
+/// process and cached: it needs no stream, buffers or timer, so the parent of the workers
+/// does not hold a context's worth of memory on every GPU it schedules.
+/// @throws kforge::error (usage) as make_backend.
+[[nodiscard]] std::string describe_device(problem::backend_kind kind, int ordinal = 0);
+/// The description part alone (the key of the calibration cache).
+[[nodiscard]] std::string device_model(problem::backend_kind kind, int ordinal = 0);
 
 } // namespace kforge::device

@@ -25,6 +25,11 @@ void check(cudaError_t e, const char* what) {
   throw kforge::error(error_kind::worker, msg);
 }
 
+std::string describe(const cudaDeviceProp& p) {
+  return fmt::format("{} (sm_{}{}, {} SMs, {:.0f} GiB, L2 {} MiB)", p.name, p.major, p.minor, p.multiProcessorCount,
+                     p.totalGlobalMem / 1073741824.0, p.l2CacheSize >> 20);
+}
+
 class cuda_backend final : public backend {
 public:
   explicit cuda_backend(int ordinal) : m_ordinal(ordinal) {
@@ -49,10 +54,7 @@ public:
   }
 
   std::string name() const override { return fmt::format("cuda:{}", m_ordinal); }
-  std::string description() const override {
-    return fmt::format("{} (sm_{}{}, {} SMs, {:.0f} GiB, L2 {} MiB)", m_props.name, m_props.major, m_props.minor,
-                       m_props.multiProcessorCount, m_props.totalGlobalMem / 1073741824.0, m_props.l2CacheSize >> 20);
-  }
+  std::string description() const override { return describe(m_props); }
 
   void* allocate(std::size_t bytes) override {
     void* p = nullptr;
@@ -119,6 +121,20 @@ private:
 } // namespace
 
 std::unique_ptr<backend> make_cuda_backend(int ordinal) { return std::make_unique<cuda_backend>(ordinal); }
+
+int cuda_device_count() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+}
+
+std::string cuda_device_description(int ordinal) {
+  const int n = cuda_device_count();
+  if (n == 0) KFORGE_THROW(usage, "no CUDA device is visible on this machine; a backend = \"cuda\" problem needs one");
+  if (ordinal < 0 || ordinal >= n) KFORGE_THROW(usage, "CUDA device {} requested, {} visible", ordinal, n);
+  cudaDeviceProp props{};
+  check(cudaGetDeviceProperties(&props, ordinal), "cudaGetDeviceProperties");
+  return describe(props);
+}
 
 } // namespace kforge::device
 #endif

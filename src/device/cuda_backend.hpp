@@ -14,5 +14,9 @@ public:
 };
 
 [[nodiscard]] std::unique_ptr<backend> make_cuda_backend(int ordinal);
+/// Visible CUDA devices (0 when none or no driver).
+[[nodiscard]] int cuda_device_count();
+/// The description a cuda_backend on `ordinal` would give, from its properties alone.
+[[nodiscard]] std::string cuda_device_description(int ordinal);
 
 } // namespace kforge::device

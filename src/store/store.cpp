@@ -24,7 +24,7 @@ namespace {
 // ---------------------------------------------------------------------------------
 #define KFORGE_NOW "(strftime('%Y-%m-%dT%H:%M:%fZ','now'))"
 
-constexpr std::array<std::string_view, 2> migrations{
+constexpr std::array<std::string_view, 3> migrations{
     // 1: the initial schema.
     R"sql(
 CREATE TABLE problems (
@@ -109,6 +109,92 @@ CREATE INDEX timings_evaluation ON timings(evaluation_id);
     R"sql(
 ALTER TABLE builds ADD COLUMN resources_json TEXT NOT NULL DEFAULT '[]';
 )sql",
+    // 3: searches. A run is one `kforge optimize`; run_evaluations lists every evaluation
+    // it made or reused, in order (what resume replays); ideas, LLM calls and proposals
+    // are what it asked and got; evaluations record the device that measured them.
+    R"sql(
+ALTER TABLE evaluations ADD COLUMN device_index INTEGER NOT NULL DEFAULT -1;
+ALTER TABLE evaluations ADD COLUMN device TEXT NOT NULL DEFAULT '';
+
+CREATE TABLE runs (
+  id                 INTEGER PRIMARY KEY,
+  problem_id         INTEGER NOT NULL REFERENCES problems(id),
+  strategy           TEXT NOT NULL,
+  config_json        TEXT NOT NULL,
+  status             TEXT NOT NULL DEFAULT 'running',
+  stop_reason        TEXT NOT NULL DEFAULT '',
+  best_candidate_id  INTEGER REFERENCES candidates(id),
+  best_evaluation_id INTEGER REFERENCES evaluations(id),
+  resumes            INTEGER NOT NULL DEFAULT 0,
+  started_at         TEXT NOT NULL DEFAULT )sql" KFORGE_NOW R"sql(,
+  finished_at        TEXT
+);
+
+CREATE TABLE ideas (
+  id          INTEGER PRIMARY KEY,
+  run_id      INTEGER NOT NULL REFERENCES runs(id),
+  round       INTEGER NOT NULL,
+  title       TEXT NOT NULL,
+  body        TEXT NOT NULL,
+  llm_call_id INTEGER,
+  created_at  TEXT NOT NULL DEFAULT )sql" KFORGE_NOW R"sql(
+);
+CREATE INDEX ideas_run ON ideas(run_id);
+
+CREATE TABLE run_evaluations (
+  id            INTEGER PRIMARY KEY,
+  run_id        INTEGER NOT NULL REFERENCES runs(id),
+  evaluation_id INTEGER NOT NULL REFERENCES evaluations(id),
+  candidate_id  INTEGER NOT NULL REFERENCES candidates(id),
+  round         INTEGER NOT NULL,
+  step          TEXT NOT NULL,
+  idea_id       INTEGER REFERENCES ideas(id),
+  params_json   TEXT NOT NULL DEFAULT '{}',
+  reused        INTEGER NOT NULL DEFAULT 0 CHECK (reused IN (0, 1)),
+  created_at    TEXT NOT NULL DEFAULT )sql" KFORGE_NOW R"sql(
+);
+CREATE INDEX run_evaluations_run ON run_evaluations(run_id);
+
+CREATE TABLE llm_calls (
+  id                  INTEGER PRIMARY KEY,
+  run_id              INTEGER REFERENCES runs(id),
+  role                TEXT NOT NULL,
+  provider            TEXT NOT NULL,
+  model               TEXT NOT NULL,
+  replay_key          TEXT NOT NULL,
+  request_hash        TEXT NOT NULL,
+  request_json        TEXT NOT NULL,
+  response_text       TEXT NOT NULL,
+  stop_reason         TEXT NOT NULL,
+  response_id         TEXT NOT NULL,
+  input_tokens        INTEGER NOT NULL,
+  output_tokens       INTEGER NOT NULL,
+  cached_input_tokens INTEGER NOT NULL,
+  cache_write_tokens  INTEGER NOT NULL,
+  cost_usd            REAL,
+  duration_s          REAL NOT NULL,
+  error_kind          TEXT NOT NULL,
+  error_message       TEXT NOT NULL,
+  started_at          TEXT NOT NULL
+);
+CREATE INDEX llm_calls_run ON llm_calls(run_id);
+
+CREATE TABLE proposals (
+  id                  INTEGER PRIMARY KEY,
+  run_id              INTEGER NOT NULL REFERENCES runs(id),
+  round               INTEGER NOT NULL,
+  step                TEXT NOT NULL,
+  llm_call_id         INTEGER REFERENCES llm_calls(id),
+  parent_candidate_id INTEGER REFERENCES candidates(id),
+  idea_id             INTEGER REFERENCES ideas(id),
+  status              TEXT NOT NULL,
+  error               TEXT NOT NULL,
+  candidate_id        INTEGER REFERENCES candidates(id),
+  notes_json          TEXT NOT NULL DEFAULT '[]',
+  created_at          TEXT NOT NULL DEFAULT )sql" KFORGE_NOW R"sql(
+);
+CREATE INDEX proposals_run ON proposals(run_id);
+)sql",
 };
 
 static_assert(migrations.size() == store::latest_schema_version,
@@ -141,6 +227,9 @@ public:
   statement& bind(const std::string& v) { return bind(std::string_view{v}); }
   statement& bind(const char* v) { return bind(std::string_view{v}); }
   statement& bind(std::optional<int64_t> v) {
+    return v ? bind(*v) : check(sqlite3_bind_null(m_stmt, ++m_index));
+  }
+  statement& bind(std::optional<double> v) {
     return v ? bind(*v) : check(sqlite3_bind_null(m_stmt, ++m_index));
   }
 
@@ -402,11 +491,11 @@ void store::put_timing(int64_t evaluation_id, const timing_record& t) {
 }
 
 void store::finish_evaluation(int64_t evaluation_id, const std::string& status, const std::string& message,
-                              const std::string& summary_json) {
+                              const std::string& summary_json, int device_index, const std::string& device) {
   statement s(m_db, m_path,
-              "UPDATE evaluations SET status = ?, message = ?, summary_json = ?, finished_at = " KFORGE_NOW
-              " WHERE id = ? RETURNING id");
-  s.bind(status).bind(message).bind(summary_json).bind(evaluation_id);
+              "UPDATE evaluations SET status = ?, message = ?, summary_json = ?, device_index = ?, device = ?, "
+              "finished_at = " KFORGE_NOW " WHERE id = ? RETURNING id");
+  s.bind(status).bind(message).bind(summary_json).bind(device_index).bind(device).bind(evaluation_id);
   bool found = s.step();
   s.run();
   if (!found) KFORGE_THROW(store, "{}: no evaluation with id {}", m_path.string(), evaluation_id);
@@ -494,6 +583,273 @@ std::vector<evaluation_summary> store::list_evaluations(const std::string& probl
     r.reference_median_s = s.opt_f64(8);
     r.started_at = s.text(9);
     out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::optional<int64_t> store::find_evaluation(int64_t candidate_id, const std::string& device_model,
+                                              const std::string& config_json) const {
+  statement s(m_db, m_path,
+              "SELECT id FROM evaluations WHERE candidate_id = ? AND config_json = ? AND finished_at IS NOT NULL "
+              "AND status NOT IN ('running', 'error') AND (? = '' OR device LIKE '%' || ?) ORDER BY id DESC LIMIT 1");
+  s.bind(candidate_id).bind(config_json).bind(device_model).bind(device_model);
+  if (!s.step()) return std::nullopt;
+  return s.i64(0);
+}
+
+std::optional<int64_t> store::find_problem(const std::string& name, const std::string& spec_hash) const {
+  statement s(m_db, m_path, "SELECT id FROM problems WHERE name = ? AND spec_hash = ?");
+  s.bind(name).bind(spec_hash);
+  if (!s.step()) return std::nullopt;
+  return s.i64(0);
+}
+
+// ------------------------------------------------------------------------------ runs
+
+namespace {
+
+run_record read_run(const statement& s) {
+  run_record r;
+  r.id = s.i64(0);
+  r.problem_id = s.i64(1);
+  r.problem = s.text(2);
+  r.problem_path = s.text(3);
+  r.strategy = s.text(4);
+  r.config_json = s.text(5);
+  r.status = s.text(6);
+  r.stop_reason = s.text(7);
+  r.best_candidate_id = s.opt_i64(8);
+  r.best_evaluation_id = s.opt_i64(9);
+  r.resumes = s.i32(10);
+  r.started_at = s.text(11);
+  r.finished_at = s.text(12);
+  return r;
+}
+
+constexpr const char* run_columns =
+    "SELECT r.id, r.problem_id, p.name, p.path, r.strategy, r.config_json, r.status, r.stop_reason, "
+    "r.best_candidate_id, r.best_evaluation_id, r.resumes, r.started_at, r.finished_at "
+    "FROM runs r JOIN problems p ON p.id = r.problem_id ";
+
+} // namespace
+
+int64_t store::begin_run(int64_t problem_id, const std::string& strategy, const std::string& config_json) {
+  statement s(m_db, m_path, "INSERT INTO runs (problem_id, strategy, config_json) VALUES (?, ?, ?) RETURNING id");
+  s.bind(problem_id).bind(strategy).bind(config_json);
+  if (!s.step()) fail(m_db, m_path, "inserting run");
+  int64_t id = s.i64(0);
+  s.run();
+  return id;
+}
+
+void store::finish_run(int64_t run_id, const std::string& status, const std::string& stop_reason) {
+  statement s(m_db, m_path,
+              "UPDATE runs SET status = ?, stop_reason = ?, finished_at = " KFORGE_NOW " WHERE id = ?");
+  s.bind(status).bind(stop_reason).bind(run_id);
+  s.run();
+}
+
+void store::set_run_best(int64_t run_id, int64_t candidate_id, int64_t evaluation_id) {
+  statement s(m_db, m_path, "UPDATE runs SET best_candidate_id = ?, best_evaluation_id = ? WHERE id = ?");
+  s.bind(candidate_id).bind(evaluation_id).bind(run_id);
+  s.run();
+}
+
+void store::resume_run(int64_t run_id) {
+  statement s(m_db, m_path,
+              "UPDATE runs SET status = 'running', stop_reason = '', finished_at = NULL, resumes = resumes + 1 "
+              "WHERE id = ?");
+  s.bind(run_id);
+  s.run();
+}
+
+std::optional<run_record> store::get_run(int64_t run_id) const {
+  statement s(m_db, m_path, std::string(run_columns) + "WHERE r.id = ?");
+  s.bind(run_id);
+  if (!s.step()) return std::nullopt;
+  return read_run(s);
+}
+
+std::vector<run_record> store::list_runs(int limit) const {
+  statement s(m_db, m_path, std::string(run_columns) + "ORDER BY r.id DESC LIMIT ?");
+  s.bind(limit > 0 ? limit : -1);
+  std::vector<run_record> out;
+  while (s.step()) out.push_back(read_run(s));
+  return out;
+}
+
+int64_t store::put_run_evaluation(const run_evaluation_record& r) {
+  statement s(m_db, m_path,
+              "INSERT INTO run_evaluations (run_id, evaluation_id, candidate_id, round, step, idea_id, params_json, "
+              "reused) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id");
+  s.bind(r.run_id).bind(r.evaluation_id).bind(r.candidate_id).bind(r.round).bind(r.step).bind(r.idea_id);
+  s.bind(r.params_json.empty() ? "{}" : r.params_json).bind(r.reused);
+  if (!s.step()) fail(m_db, m_path, "inserting run evaluation");
+  int64_t id = s.i64(0);
+  s.run();
+  return id;
+}
+
+std::vector<run_evaluation_record> store::run_evaluations(int64_t run_id) const {
+  statement s(m_db, m_path,
+              "SELECT re.id, re.run_id, re.evaluation_id, re.candidate_id, re.round, re.step, re.idea_id, "
+              "  re.params_json, re.reused, re.created_at, e.status, e.message, c.label, c.origin, c.parent_id, "
+              "  (SELECT t.median_s FROM timings t WHERE t.evaluation_id = e.id AND t.subject = 'candidate' "
+              "   ORDER BY t.id LIMIT 1), "
+              "  (SELECT t.median_s FROM timings t WHERE t.evaluation_id = e.id AND t.subject = 'reference' "
+              "   ORDER BY t.id LIMIT 1), e.device_index "
+              "FROM run_evaluations re JOIN evaluations e ON e.id = re.evaluation_id "
+              "JOIN candidates c ON c.id = re.candidate_id WHERE re.run_id = ? ORDER BY re.id");
+  s.bind(run_id);
+  std::vector<run_evaluation_record> out;
+  while (s.step()) {
+    run_evaluation_record r;
+    r.id = s.i64(0);
+    r.run_id = s.i64(1);
+    r.evaluation_id = s.i64(2);
+    r.candidate_id = s.i64(3);
+    r.round = s.i32(4);
+    r.step = s.text(5);
+    r.idea_id = s.opt_i64(6);
+    r.params_json = s.text(7);
+    r.reused = s.i32(8) != 0;
+    r.created_at = s.text(9);
+    r.status = s.text(10);
+    r.message = s.text(11);
+    r.candidate_label = s.text(12);
+    r.candidate_origin = s.text(13);
+    r.parent_id = s.opt_i64(14);
+    r.candidate_median_s = s.opt_f64(15);
+    r.reference_median_s = s.opt_f64(16);
+    r.device_index = s.i32(17);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+int64_t store::put_idea(const idea_record& i) {
+  statement s(m_db, m_path,
+              "INSERT INTO ideas (run_id, round, title, body, llm_call_id) VALUES (?, ?, ?, ?, ?) RETURNING id");
+  s.bind(i.run_id).bind(i.round).bind(i.title).bind(i.body).bind(i.llm_call_id);
+  if (!s.step()) fail(m_db, m_path, "inserting idea");
+  int64_t id = s.i64(0);
+  s.run();
+  return id;
+}
+
+std::vector<idea_record> store::ideas_of(int64_t run_id) const {
+  statement s(m_db, m_path,
+              "SELECT id, run_id, round, title, body, llm_call_id, created_at FROM ideas WHERE run_id = ? ORDER BY id");
+  s.bind(run_id);
+  std::vector<idea_record> out;
+  while (s.step())
+    out.push_back({s.i64(0), s.i64(1), s.i32(2), s.text(3), s.text(4), s.opt_i64(5), s.text(6)});
+  return out;
+}
+
+int64_t store::put_llm_call(const llm_call_record& c) {
+  statement s(m_db, m_path,
+              "INSERT INTO llm_calls (run_id, role, provider, model, replay_key, request_hash, request_json, "
+              "response_text, stop_reason, response_id, input_tokens, output_tokens, cached_input_tokens, "
+              "cache_write_tokens, cost_usd, duration_s, error_kind, error_message, started_at) "
+              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, COALESCE(NULLIF(?, ''), " KFORGE_NOW
+              ")) RETURNING id");
+  s.bind(c.run_id).bind(c.role).bind(c.provider).bind(c.model).bind(c.replay_key).bind(c.request_hash);
+  s.bind(c.request_json).bind(c.response_text).bind(c.stop_reason).bind(c.response_id);
+  s.bind(c.input_tokens).bind(c.output_tokens).bind(c.cached_input_tokens).bind(c.cache_write_tokens);
+  s.bind(c.cost_usd).bind(c.duration_s).bind(c.error_kind).bind(c.error_message).bind(c.started_at);
+  if (!s.step()) fail(m_db, m_path, "inserting llm call");
+  int64_t id = s.i64(0);
+  s.run();
+  return id;
+}
+
+std::vector<llm_call_record> store::llm_calls_of(int64_t run_id) const {
+  statement s(m_db, m_path,
+              "SELECT id, run_id, role, provider, model, replay_key, request_hash, request_json, response_text, "
+              "stop_reason, response_id, input_tokens, output_tokens, cached_input_tokens, cache_write_tokens, "
+              "cost_usd, duration_s, error_kind, error_message, started_at FROM llm_calls WHERE run_id = ? ORDER BY id");
+  s.bind(run_id);
+  std::vector<llm_call_record> out;
+  while (s.step()) {
+    llm_call_record c;
+    c.id = s.i64(0);
+    c.run_id = s.opt_i64(1);
+    c.role = s.text(2);
+    c.provider = s.text(3);
+    c.model = s.text(4);
+    c.replay_key = s.text(5);
+    c.request_hash = s.text(6);
+    c.request_json = s.text(7);
+    c.response_text = s.text(8);
+    c.stop_reason = s.text(9);
+    c.response_id = s.text(10);
+    c.input_tokens = s.i64(11);
+    c.output_tokens = s.i64(12);
+    c.cached_input_tokens = s.i64(13);
+    c.cache_write_tokens = s.i64(14);
+    c.cost_usd = s.opt_f64(15);
+    c.duration_s = s.f64(16);
+    c.error_kind = s.text(17);
+    c.error_message = s.text(18);
+    c.started_at = s.text(19);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+llm_totals store::llm_totals_of(int64_t run_id) const {
+  statement s(m_db, m_path,
+              "SELECT COUNT(*), COALESCE(SUM(error_kind != ''), 0), COALESCE(SUM(input_tokens), 0), "
+              "COALESCE(SUM(output_tokens), 0), COALESCE(SUM(cached_input_tokens), 0), COALESCE(SUM(cost_usd), 0), "
+              "COALESCE(SUM(cost_usd IS NULL AND error_kind = ''), 0) FROM llm_calls WHERE run_id = ?");
+  s.bind(run_id);
+  llm_totals t;
+  if (s.step()) {
+    t.calls = s.i64(0);
+    t.failed_calls = s.i64(1);
+    t.input_tokens = s.i64(2);
+    t.output_tokens = s.i64(3);
+    t.cached_input_tokens = s.i64(4);
+    t.cost_usd = s.f64(5);
+    t.unpriced_calls = s.i64(6);
+  }
+  return t;
+}
+
+int64_t store::put_proposal(const proposal_record& p) {
+  statement s(m_db, m_path,
+              "INSERT INTO proposals (run_id, round, step, llm_call_id, parent_candidate_id, idea_id, status, error, "
+              "candidate_id, notes_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id");
+  s.bind(p.run_id).bind(p.round).bind(p.step).bind(p.llm_call_id).bind(p.parent_candidate_id).bind(p.idea_id);
+  s.bind(p.status).bind(p.error).bind(p.candidate_id).bind(p.notes_json.empty() ? "[]" : p.notes_json);
+  if (!s.step()) fail(m_db, m_path, "inserting proposal");
+  int64_t id = s.i64(0);
+  s.run();
+  return id;
+}
+
+std::vector<proposal_record> store::proposals_of(int64_t run_id) const {
+  statement s(m_db, m_path,
+              "SELECT id, run_id, round, step, llm_call_id, parent_candidate_id, idea_id, status, error, candidate_id, "
+              "notes_json, created_at FROM proposals WHERE run_id = ? ORDER BY id");
+  s.bind(run_id);
+  std::vector<proposal_record> out;
+  while (s.step()) {
+    proposal_record p;
+    p.id = s.i64(0);
+    p.run_id = s.i64(1);
+    p.round = s.i32(2);
+    p.step = s.text(3);
+    p.llm_call_id = s.opt_i64(4);
+    p.parent_candidate_id = s.opt_i64(5);
+    p.idea_id = s.opt_i64(6);
+    p.status = s.text(7);
+    p.error = s.text(8);
+    p.candidate_id = s.opt_i64(9);
+    p.notes_json = s.text(10);
+    p.created_at = s.text(11);
+    out.push_back(std::move(p));
   }
   return out;
 }

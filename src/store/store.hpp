@@ -80,6 +80,83 @@ struct evaluation_record {
   std::vector<timing_record> timings;
 };
 
+/// One `kforge optimize`: its configuration, where it stands, and its best so far.
+struct run_record {
+  int64_t id = 0;
+  int64_t problem_id = 0;
+  std::string problem;     // name (joined)
+  std::string problem_path;
+  std::string strategy;    // "tune", "refine", "branch"
+  std::string config_json; // everything needed to resume it (strategy options, budgets, seed, models)
+  std::string status;      // "running", "finished", "failed"; a killed run stays "running"
+  std::string stop_reason; // one line: "budget: 40 evaluations", "target: 0.8 of the roofline", ...
+  std::optional<int64_t> best_candidate_id, best_evaluation_id;
+  int resumes = 0;
+  std::string started_at, finished_at;
+};
+
+/// One evaluation a run made or reused, in run order.
+struct run_evaluation_record {
+  int64_t id = 0;
+  int64_t run_id = 0;
+  int64_t evaluation_id = 0;
+  int64_t candidate_id = 0;
+  int round = 0;
+  std::string step;            // "seed", "tune", "implement", "fix", "idea"
+  std::optional<int64_t> idea_id;
+  std::string params_json = "{}"; // the tuned parameter assignment, when the candidate was instantiated
+  bool reused = false;         // the result of an earlier evaluation of the same source (not run again)
+  std::string created_at;
+  // joined from the evaluation and candidate (read only)
+  std::string status, message, candidate_label, candidate_origin;
+  std::optional<int64_t> parent_id;
+  std::optional<double> candidate_median_s, reference_median_s;
+  int device_index = -1;
+};
+
+struct idea_record {
+  int64_t id = 0;
+  int64_t run_id = 0;
+  int round = 0;
+  std::string title, body;
+  std::optional<int64_t> llm_call_id;
+  std::string created_at;
+};
+
+/// One LLM call, as asked and answered (never an API key: the request is llm::to_json's).
+struct llm_call_record {
+  int64_t id = 0;
+  std::optional<int64_t> run_id;
+  std::string role, provider, model, replay_key, request_hash, request_json;
+  std::string response_text, stop_reason, response_id;
+  int64_t input_tokens = 0, output_tokens = 0, cached_input_tokens = 0, cache_write_tokens = 0;
+  std::optional<double> cost_usd; // nullopt: the model has no price in the configuration
+  double duration_s = 0;
+  std::string error_kind, error_message; // empty on success
+  std::string started_at;
+};
+
+struct llm_totals {
+  int64_t calls = 0, failed_calls = 0;
+  int64_t input_tokens = 0, output_tokens = 0, cached_input_tokens = 0;
+  double cost_usd = 0;
+  int64_t unpriced_calls = 0; // calls whose cost is unknown (no price configured)
+};
+
+/// What came of one LLM answer: a candidate, or why none ("malformed": no usable code).
+struct proposal_record {
+  int64_t id = 0;
+  int64_t run_id = 0;
+  int round = 0;
+  std::string step;
+  std::optional<int64_t> llm_call_id, parent_candidate_id, idea_id;
+  std::string status; // "ok", "malformed", "llm_error"
+  std::string error;
+  std::optional<int64_t> candidate_id;
+  std::string notes_json = "[]";
+  std::string created_at;
+};
+
 /// A listed evaluation with the names a table needs.
 struct evaluation_summary {
   int64_t id = 0;
@@ -102,7 +179,7 @@ public:
   store& operator=(const store&) = delete;
 
   [[nodiscard]] int schema_version() const;
-  static constexpr int latest_schema_version = 2;
+  static constexpr int latest_schema_version = 3;
 
   /// Idempotent on (name, spec_hash). @return the problem id.
   int64_t put_problem(const problem_record& p);
@@ -118,7 +195,32 @@ public:
   void put_check(int64_t evaluation_id, const check_record& c);
   void put_timing(int64_t evaluation_id, const timing_record& t);
   void finish_evaluation(int64_t evaluation_id, const std::string& status, const std::string& message,
-                         const std::string& summary_json);
+                         const std::string& summary_json, int device_index = -1, const std::string& device = "");
+  /// The latest finished evaluation of this candidate on this device model whose
+  /// config_json equals `config_json` (the search's result cache). Statuses "running" and
+  /// "error" never count.
+  [[nodiscard]] std::optional<int64_t> find_evaluation(int64_t candidate_id, const std::string& device_model,
+                                                       const std::string& config_json) const;
+  [[nodiscard]] std::optional<int64_t> find_problem(const std::string& name, const std::string& spec_hash) const;
+
+  // --- runs (kforge optimize) ---
+  int64_t begin_run(int64_t problem_id, const std::string& strategy, const std::string& config_json);
+  void finish_run(int64_t run_id, const std::string& status, const std::string& stop_reason);
+  void set_run_best(int64_t run_id, int64_t candidate_id, int64_t evaluation_id);
+  /// Marks a run running again (kforge optimize --resume) and counts the resume.
+  void resume_run(int64_t run_id);
+  [[nodiscard]] std::optional<run_record> get_run(int64_t run_id) const;
+  /// Newest first; `limit` <= 0 lists all.
+  [[nodiscard]] std::vector<run_record> list_runs(int limit = 20) const;
+  int64_t put_run_evaluation(const run_evaluation_record& r);
+  [[nodiscard]] std::vector<run_evaluation_record> run_evaluations(int64_t run_id) const;
+  int64_t put_idea(const idea_record& i);
+  [[nodiscard]] std::vector<idea_record> ideas_of(int64_t run_id) const;
+  int64_t put_llm_call(const llm_call_record& c);
+  [[nodiscard]] std::vector<llm_call_record> llm_calls_of(int64_t run_id) const;
+  [[nodiscard]] llm_totals llm_totals_of(int64_t run_id) const;
+  int64_t put_proposal(const proposal_record& p);
+  [[nodiscard]] std::vector<proposal_record> proposals_of(int64_t run_id) const;
 
   [[nodiscard]] std::optional<evaluation_record> get_evaluation(int64_t id) const;
   /// Newest first; `problem` filters by problem name when non-empty; `limit` <= 0 lists all.

@@ -92,12 +92,6 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   const auto exe = opts.worker_exe.empty() ? default_worker_exe() : opts.worker_exe;
   const double timeout = opts.timeout_s > 0 ? opts.timeout_s : p.eval.timeout_s;
   const int trials_per_case = opts.trials_per_case > 0 ? opts.trials_per_case : p.eval.trials_per_case;
-  std::string device_description;
-  {
-    auto dev = device::make_backend(p.backend);
-    device_description = dev->description();
-    ev.device = dev->name() + ": " + device_description;
-  }
 
   auto add_check = [&](eval::check_result c) {
     if (opts.observer.on_check) opts.observer.on_check(c);
@@ -185,9 +179,17 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
     for (std::size_t i = 0; i < 3; ++i) rechecks.push_back(trials[i % trials.size()]);
   const std::string problem_path = p.dir.string();
 
+  // The device: held from here to the last worker, so no other evaluation verifies or
+  // times on it meanwhile (builds above ran without it).
+  device_lease lease{.ordinal = opts.device};
+  if (opts.acquire_device) lease = opts.acquire_device();
+  ev.device_index = lease.ordinal;
+  const std::string device_description = device::device_model(p.backend, lease.ordinal);
+  ev.device = device::describe_device(p.backend, lease.ordinal);
+
   // 3. Truth: reference and oracle, in a worker that never sees candidate code.
   auto truth = run_worker(exe,
-                          {{"role", "oracle"}, {"problem", problem_path},
+                          {{"role", "oracle"}, {"problem", problem_path}, {"device", lease.ordinal},
                            {"libraries", {{"reference", ref.library.string()}, {"oracle", orc.library.string()}}},
                            {"trials", trials}},
                           timeout * 4);
@@ -217,7 +219,7 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
 
   // 4. The candidate, alone in its worker; every output judged here.
   auto verify = run_worker(exe,
-                           {{"role", "verify"}, {"problem", problem_path},
+                           {{"role", "verify"}, {"problem", problem_path}, {"device", lease.ordinal},
                             {"libraries", {{"candidate", cand.library.string()}}}, {"trials", trials},
                             {"canary_seed", rng()}},
                            timeout);
@@ -298,7 +300,7 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   // 5. compute-sanitizer, when asked: after verification (nothing is sanitized that is
   // already wrong), before timing (a candidate it fails is not timed).
   if (opts.sanitize) {
-    sanitize_options so{.worker_exe = exe, .seed = opts.seed};
+    sanitize_options so{.worker_exe = exe, .seed = opts.seed, .device = lease.ordinal};
     so.on_check = [&](const eval::check_result& c) { add_check(c); };
     if (auto why = sanitize_unavailable(p, so); !why.empty()) {
       ev.sanitize = {{"skipped", why}};
@@ -326,7 +328,7 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   for (std::size_t i = 0; i < base.size(); ++i)
     subjects.push_back({{"name", p.baselines[i].name}, {"library", base[i].library.string()}});
   auto timed = run_worker(exe,
-                          {{"role", "time"}, {"problem", problem_path}, {"subjects", subjects},
+                          {{"role", "time"}, {"problem", problem_path}, {"device", lease.ordinal}, {"subjects", subjects},
                            {"timing",
                             {{"budget_s", budget}, {"min_samples", p.eval.min_samples},
                              {"max_samples", p.eval.max_samples}, {"target_rel_ci", p.eval.target_rel_ci},
@@ -438,6 +440,7 @@ nlohmann::json to_json(const evaluation& ev, const problem::problem& p) {
   j["message"] = ev.message;
   j["failure"] = ev.failure ? eval::to_json(*ev.failure) : nlohmann::json();
   j["device"] = ev.device;
+  j["device_index"] = ev.device_index;
   j["precision"] = p.tolerance.precision;
   j["review"] = ev.review;
   j["sanitize"] = ev.sanitize;

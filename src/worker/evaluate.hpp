@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,6 +35,13 @@ struct evaluate_observer {
   std::function<void(const eval::timing_summary&)> on_timing;
 };
 
+/// A device held for the verify-and-time part of an evaluation (worker/scheduler gives
+/// these out so that two evaluations never share a device). Released when `hold` dies.
+struct device_lease {
+  int ordinal = 0;            // which device of the problem's kind
+  std::shared_ptr<void> hold; // the lane's lock
+};
+
 struct evaluate_options {
   std::filesystem::path worker_exe;       // empty: default_worker_exe()
   std::optional<std::uint64_t> seed;      // fixes every trial's seed (reproduce a failure); else fresh randomness
@@ -42,6 +50,10 @@ struct evaluate_options {
   double time_budget_s = 0;               // 0: the problem's [eval] time_budget_s
   double timeout_s = 0;                   // 0: the problem's [eval] timeout_s
   bool sanitize = false;                  // compute-sanitizer on a candidate that passed verification (worker/sanitize.hpp)
+  int device = 0;                         // device ordinal for the workers, when there is no acquire_device
+  /// Called once the builds are done and before the first worker starts; the evaluation
+  /// holds the lease until its last worker has ended. Empty: use `device`, no gate.
+  std::function<device_lease()> acquire_device;
   evaluate_observer observer;
 };
 
@@ -60,7 +72,8 @@ struct evaluation {
   std::vector<eval::timing_summary> timings;
   std::vector<case_reference_error> reference_errors; // the reference's own error, per case and output
   std::vector<nlohmann::json> trials;                 // {"case", "seed", "trial"}
-  std::string device;
+  std::string device;                            // "cuda:1: NVIDIA H200 (...)": the device that verified and timed it
+  int device_index = -1;                         // its ordinal; -1 when no worker ran (build failure)
   nlohmann::json roofline;                          // floor_s, bound, candidate/reference_fraction; null uncalibrated
   nlohmann::json phases = nlohmann::json::object(); // wall seconds: build_s, oracle_s, verify_s, judge_s, timing_s
   std::string worker_output;                          // what the candidate printed, truncated

@@ -255,7 +255,7 @@ sanitize_result sanitize_library(const problem::problem& p, const fs::path& libr
   const double timeout = opts.timeout_s > 0 ? opts.timeout_s : p.sanitize.timeout_s;
   const std::uint64_t seed = opts.seed ? *opts.seed : (std::uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
   // One trial of the first case is enough: the tools look at accesses, not at values.
-  nlohmann::json job{{"role", "verify"},
+  nlohmann::json job{{"role", "verify"}, {"device", opts.device},
                      {"problem", p.dir.string()},
                      {"libraries", {{"candidate", library.string()}}},
                      {"trials", nlohmann::json::array({{{"case", p.cases.front().name}, {"seed", seed}, {"trial", 0}}})},

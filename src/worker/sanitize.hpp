@@ -60,6 +60,7 @@ struct sanitize_options {
   std::vector<std::string> tools;    // empty: the problem's [sanitize] tools
   double timeout_s = 0;              // per tool; 0: the problem's [sanitize] timeout_s
   std::optional<std::uint64_t> seed; // the trial's input seed; else fresh
+  int device = 0;                    // device ordinal the worker runs on
   std::function<void(const eval::check_result&)> on_check; // each tool's check as it completes
 };
 

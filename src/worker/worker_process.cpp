@@ -313,7 +313,7 @@ int worker_process_main() {
     // "shapes": tensor shapes that replace the problem's (the reduced shape of a sanitizer run).
     const auto p = problem::with_shapes(problem::load(job["problem"].get<std::string>()),
                                         job.value("shapes", std::map<std::string, std::vector<int64_t>>{}));
-    auto dev = device::make_backend(p.backend);
+    auto dev = device::make_backend(p.backend, job.value("device", 0));
     const std::string role = job["role"];
     int rc = 0;
     if (role == "oracle") rc = run_oracle(ch, p, job, *dev);

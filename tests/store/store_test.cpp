@@ -570,9 +570,13 @@ TEST_F(StoreTest, ResourceReportRoundTripsAndVersion1Migrates) {
   // Make the file a version-1 database (no resources column), then reopen: it migrates
   // forward and the old build reads back with an empty report.
   raw_query(db_path(), "ALTER TABLE builds DROP COLUMN resources_json");
+  for (const char* t : {"proposals", "run_evaluations", "ideas", "llm_calls", "runs"})
+    raw_query(db_path(), std::string("DROP TABLE ") + t); // version 3's tables
+  raw_query(db_path(), "ALTER TABLE evaluations DROP COLUMN device_index");
+  raw_query(db_path(), "ALTER TABLE evaluations DROP COLUMN device");
   raw_query(db_path(), "PRAGMA user_version = 1");
   store db(db_path());
-  EXPECT_EQ(db.schema_version(), 2);
+  EXPECT_EQ(db.schema_version(), store::latest_schema_version);
   auto builds = db.builds_of(1);
   ASSERT_EQ(builds.size(), 1u);
   EXPECT_EQ(builds[0].resources_json, "[]");

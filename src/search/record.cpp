@@ -1,0 +1,71 @@
+#include "search/record.hpp"
+
+#include "core/error.hpp"
+#include "core/fs.hpp"
+#include "core/hash.hpp"
+
+namespace kforge::search {
+
+int64_t problem_id(store::store& db, const problem::problem& p) {
+  return db.put_problem({p.name, std::filesystem::absolute(p.dir).string(),
+                         hasher().add(p.toml_text).add(read_file(p.reference)).hex(), p.toml_text});
+}
+
+nlohmann::json evaluation_config(const problem::problem& p, const std::filesystem::path& candidate,
+                                 const worker::evaluate_options& opts) {
+  return {{"candidate", std::filesystem::absolute(candidate).string()},
+          {"seed", opts.seed ? nlohmann::json(*opts.seed) : nlohmann::json()},
+          {"trials_per_case", opts.trials_per_case},
+          {"time", opts.time},
+          {"time_budget_s", opts.time_budget_s},
+          {"sanitize", opts.sanitize},
+          {"precision", p.tolerance.precision}}; // an opted-in lower precision is on record
+}
+
+recorded_evaluation evaluate_and_record(store::store& db, const problem::problem& p,
+                                        const std::filesystem::path& candidate, const provenance& from,
+                                        worker::evaluate_options opts) {
+  recorded_evaluation r;
+  const auto pid = problem_id(db, p);
+  const std::string source = read_file(candidate);
+  r.candidate_id = db.put_candidate(pid, source, from.origin,
+                                    from.label.empty() ? candidate.filename().string() : from.label, from.parent_id);
+  r.evaluation_id = db.begin_evaluation(r.candidate_id, std::nullopt, evaluation_config(p, candidate, opts).dump());
+  opts.observer.on_build = [&, user = opts.observer.on_build](const worker::role_build& b) {
+    db.put_build({.candidate_id = r.candidate_id, .role = b.role, .compiler = b.artifact.compiler,
+                  .flags = b.artifact.command, .cache_key = b.artifact.cache_key, .ok = b.artifact.ok,
+                  .cached = b.artifact.cached, .diagnostics = b.artifact.diagnostics,
+                  .duration_s = b.artifact.duration_s, .resources_json = b.artifact.resources.dump()});
+    if (user) user(b);
+  };
+  opts.observer.on_check = [&, user = opts.observer.on_check](const eval::check_result& c) {
+    nlohmann::json d = c.detail;
+    if (!c.message.empty()) d["message"] = c.message;
+    if (!c.output.empty()) d["output"] = c.output;
+    if (c.run) d["run"] = c.run;
+    db.put_check(r.evaluation_id, {c.name, c.case_name, c.trial, c.passed, d.dump()});
+    if (user) user(c);
+  };
+  opts.observer.on_timing = [&, user = opts.observer.on_timing](const eval::timing_summary& t) {
+    db.put_timing(r.evaluation_id, {t.subject, t.samples, t.median_s, t.mean_s, t.min_s, t.max_s, t.stdev_s,
+                                    t.ci_rel, t.p10_s, t.p90_s});
+    if (user) user(t);
+  };
+  try {
+    r.result = worker::evaluate(p, candidate, opts);
+  } catch (const std::exception& e) {
+    db.finish_evaluation(r.evaluation_id, "error", e.what(), "{}");
+    throw;
+  }
+  r.json = worker::to_json(r.result, p);
+  r.json["evaluation_id"] = r.evaluation_id;
+  r.json["candidate"] = {{"id", r.candidate_id},
+                         {"path", std::filesystem::absolute(candidate).string()},
+                         {"hash", sha256_hex(source)},
+                         {"origin", from.origin}};
+  db.finish_evaluation(r.evaluation_id, r.result.status, r.result.message, r.json.dump(), r.result.device_index,
+                       r.result.device);
+  return r;
+}
+
+} // namespace kforge::search

@@ -1,0 +1,43 @@
+#pragma once
+// Runs one evaluation and records it in the store as it goes: the evaluation row is
+// opened first ("running"), each build, check and timing is written the moment it
+// completes, and the row is closed with the verdict and the device that measured it.
+// A killed kforge leaves every finished piece in the database.
+//   auto r = search::evaluate_and_record(db, p, "my_kernel.cu", {.origin = "file"}, opts);
+#include "problem/problem.hpp"
+#include "store/store.hpp"
+#include "worker/evaluate.hpp"
+
+#include <optional>
+#include <string>
+
+namespace kforge::search {
+
+struct recorded_evaluation {
+  worker::evaluation result;
+  nlohmann::json json; // to_json(result) plus ids
+  int64_t evaluation_id = 0;
+  int64_t candidate_id = 0;
+};
+
+/// Where a candidate came from, as the candidates table keeps it.
+struct provenance {
+  std::string origin = "file";       // "file", "seed", "reference", "llm", "tuner", "control:NAME", ...
+  std::string label;                 // empty: the file name
+  std::optional<int64_t> parent_id;  // the candidate it was derived from
+};
+
+/// The problem's row (inserted on first use): name + hash of problem.toml and the reference.
+int64_t problem_id(store::store& db, const problem::problem& p);
+
+/// The configuration an evaluation is recorded with; two evaluations with equal configs
+/// (and the same candidate and device model) are interchangeable (the search's cache).
+[[nodiscard]] nlohmann::json evaluation_config(const problem::problem& p, const std::filesystem::path& candidate,
+                                               const worker::evaluate_options& opts);
+
+/// @throws kforge::error when the problem is broken (the row is closed with status "error" first).
+[[nodiscard]] recorded_evaluation evaluate_and_record(store::store& db, const problem::problem& p,
+                                                      const std::filesystem::path& candidate, const provenance& from,
+                                                      worker::evaluate_options opts);
+
+} // namespace kforge::search
