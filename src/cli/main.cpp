@@ -34,6 +34,8 @@ int main(int argc, char** argv) {
   reg(add_eval_command);
   reg(add_show_command);
   reg(add_calibrate_command);
+  reg(add_optimize_command);
+  reg(add_export_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,156 @@
+// kforge optimize PROBLEM: a budgeted search for a faster candidate (search/strategy.hpp).
+#include "cli/commands.hpp"
+#include "cli/format.hpp"
+#include "core/error.hpp"
+#include "llm/config.hpp"
+#include "search/llm_gateway.hpp"
+#include "search/strategy.hpp"
+
+#include <iostream>
+#include <mutex>
+
+namespace kforge::cli {
+
+namespace {
+
+std::optional<std::filesystem::path> config_file(const std::string& flag) {
+  if (!flag.empty()) {
+    if (!std::filesystem::exists(flag)) KFORGE_THROW(usage, "{}: configuration file not found", flag);
+    return flag;
+  }
+  if (const char* v = std::getenv("KFORGE_CONFIG"); v && *v) return std::filesystem::path(v);
+  if (std::filesystem::exists("kforge.toml")) return std::filesystem::path("kforge.toml");
+  return std::nullopt;
+}
+
+// One line per round and per new best, for a person watching the terminal.
+void print_event(const nlohmann::json& e) {
+  const std::string kind = e.value("event", "");
+  auto ms = [](const nlohmann::json& v) { return v.is_number() ? format_seconds(v.get<double>()) : std::string("-"); };
+  if (kind == "run") {
+    std::cout << fmt::format("run {}  {} {} on {} ({} device lane{})\n", e["run"].get<int64_t>(),
+                             e.value("resumed", false) ? "resuming" : "optimizing", e.value("problem", ""),
+                             e.value("device", ""), e.value("devices", 1), e.value("devices", 1) == 1 ? "" : "s");
+  } else if (kind == "best") {
+    std::cout << fmt::format("  best     {:<40} {}  {}\n", e.value("label", "").substr(0, 40), ms(e["median_s"]),
+                             e["speedup"].is_number() ? fmt::format("{:.2f}x ref", e["speedup"].get<double>()) : "");
+  } else if (kind == "round") {
+    std::string line = fmt::format("round {:<3} best {}", e.value("round", 0), ms(e.value("best_median_s", nlohmann::json())));
+    if (e.contains("speedup")) line += fmt::format("  {:.2f}x ref", e["speedup"].get<double>());
+    if (e.contains("roofline_fraction")) line += fmt::format("  {:.0f}% roofline", 100 * e["roofline_fraction"].get<double>());
+    line += fmt::format("  evals {}  tokens {}", e.value("evaluations", 0), e.value("tokens", 0));
+    if (e.value("cost_usd", 0.0) > 0) line += fmt::format("  ${:.3f}", e["cost_usd"].get<double>());
+    if (!e.value("note", "").empty()) line += "  (" + e["note"].get<std::string>() + ")";
+    std::cout << line << "\n";
+  } else if (kind == "idea") {
+    std::cout << fmt::format("  idea     r{} {}\n", e.value("round", 0), e.value("title", ""));
+  } else if (kind == "note") {
+    std::cout << "  note     " << e.value("message", "") << "\n";
+  } else if (kind == "sanitize_failed") {
+    std::cout << "  rejected " << e.value("message", "") << "\n";
+  } else if (kind == "stopped") {
+    std::cout << fmt::format("stopped: {}\n", e.value("reason", ""));
+  }
+  std::cout.flush();
+}
+
+} // namespace
+
+command_fn add_optimize_command(CLI::App& app, global_options& g) {
+  auto* sub = app.add_subcommand("optimize", "Search for a faster candidate: tune, refine or branch, within budgets");
+  struct opts_t {
+    std::string problem, config, strategy;
+    std::vector<std::string> llm;
+    search::search_options s;
+    std::optional<int64_t> resume;
+    std::optional<std::uint64_t> seed;
+  };
+  auto o = std::make_shared<opts_t>();
+  sub->add_option("problem", o->problem, "Problem directory (holding problem.toml)")->required();
+  sub->add_option("--strategy", o->strategy, "tune | refine | branch (default: branch with an LLM, tune without)")
+      ->check(CLI::IsMember({"tune", "refine", "branch"}));
+  sub->add_option("--llm", o->llm, "Model as provider:model[*weight] (repeatable; replaces kforge.toml's models)");
+  sub->add_option("--config", o->config, "Configuration file (default: $KFORGE_CONFIG, else ./kforge.toml)");
+  sub->add_option("--resume", o->resume, "Continue run RUN from the database, nothing lost or repeated");
+  sub->add_option("--seed", o->seed, "The strategy's random seed (default: fresh, then stored with the run)");
+  sub->add_option("--evaluations", o->s.max_evaluations, "Budget: evaluations (default 40; 0: none)");
+  sub->add_option("--tokens", o->s.max_tokens, "Budget: LLM tokens, input + output (0: none)");
+  sub->add_option("--cost", o->s.max_cost_usd, "Budget: LLM cost in USD (needs [llm.prices]; 0: none)");
+  sub->add_option("--wall", o->s.max_wall_s, "Budget: wall seconds (0: none)");
+  sub->add_option("--target", o->s.target_fraction, "Stop at this fraction of the roofline (needs kforge calibrate)");
+  sub->add_option("--patience", o->s.patience, "Stop after this many rounds without gain (default 3)");
+  sub->add_option("--rounds", o->s.max_rounds, "At most this many rounds (default 8)");
+  sub->add_option("--tune-method", o->s.tune_method, "grid | random | model | auto")
+      ->check(CLI::IsMember({"grid", "random", "model", "auto"}));
+  sub->add_option("--tune-budget", o->s.tune_budget, "Evaluations to tune each LLM candidate that declares parameters");
+  sub->add_option("--ideas", o->s.ideas, "branch: ideas per round (N)");
+  sub->add_option("--implementations", o->s.implementations, "branch: implementations per idea (B)");
+  sub->add_option("--keep", o->s.keep, "branch: best candidates seeding the next round (K)");
+  sub->add_option("--max-fixes", o->s.max_fixes, "refine: fix attempts after a failure (F)");
+  sub->add_option("--devices", o->s.devices, "Device lanes (default: every visible GPU)");
+  sub->add_option("--build-jobs", o->s.build_jobs, "Concurrent builds (default: CPU count)");
+  sub->add_option("--trials", o->s.trials, "Trials per input distribution (default: the problem's)");
+  sub->add_option("--time-budget", o->s.time_budget_s, "Timing seconds per subject (default: the problem's)");
+  sub->add_flag("--json", g.json, "Print events as JSON lines (kforge.optimize-event/1, docs/json.md)");
+  return [o, &g]() {
+    const auto p = problem::load(o->problem);
+    store::store db(g.db_path());
+    auto s = o->s;
+    s.resume_run = o->resume;
+    if (o->seed) s.seed = *o->seed;
+
+    // The LLM, when configured: kforge.toml's [llm] and/or --llm.
+    std::optional<llm::llm_config> cfg;
+    if (auto f = config_file(o->config)) cfg = llm::load_llm_config(*f);
+    if (!o->llm.empty()) {
+      if (!cfg) cfg = llm::llm_config{};
+      llm::apply_cli_models(*cfg, o->llm);
+    }
+    const bool have_llm = cfg && !cfg->models.empty();
+    if (o->resume) {
+      auto run = db.get_run(*o->resume);
+      if (!run) KFORGE_THROW(usage, "{}: no run {} (kforge show runs lists them)", g.db_path().string(), *o->resume);
+      s.strategy = run->strategy;
+    } else {
+      s.strategy = o->strategy.empty() ? (have_llm ? "branch" : "tune") : o->strategy;
+    }
+    if (s.strategy != "tune" && !have_llm)
+      KFORGE_THROW(usage, "strategy '{}' needs an LLM: add [llm] models to kforge.toml or pass --llm provider:model "
+                          "(replay:TRANSCRIPT replays a recorded run); without one, use --strategy tune",
+                   s.strategy);
+    if (have_llm)
+      for (auto& m : cfg->models) s.llm.push_back(m.spec);
+
+    std::mutex out_mu;
+    auto sink = [&](const nlohmann::json& e) {
+      std::lock_guard lock(out_mu);
+      if (g.json) std::cout << e.dump() << "\n" << std::flush;
+      else print_event(e);
+    };
+    std::shared_ptr<search::llm_gateway> gateway;
+    if (have_llm) {
+      llm::budget b = cfg->budget;
+      if (s.max_tokens > 0) b.max_tokens = s.max_tokens;
+      if (s.max_cost_usd > 0) b.max_cost_usd = s.max_cost_usd;
+      store::llm_totals prior;
+      if (o->resume) prior = db.llm_totals_of(*o->resume);
+      gateway = search::make_llm_gateway(db, *cfg, b, s.seed ? s.seed : 0x6b666f726765ULL, prior);
+    }
+    search::session sess(db, p, s, sink, gateway);
+    auto st = search::make_strategy(sess.options().strategy);
+    search::run_search(sess, *st);
+    auto best = sess.best();
+    if (!g.json) {
+      if (best)
+        std::cout << fmt::format("best: candidate #{} {} {}{}  (kforge show run {}; kforge export {})\n",
+                                 best->candidate_id, best->label, format_seconds(*best->median_s),
+                                 best->speedup ? fmt::format(", {:.2f}x the reference", *best->speedup) : "",
+                                 sess.run_id(), sess.run_id());
+      else
+        std::cout << fmt::format("no candidate passed (kforge show run {})\n", sess.run_id());
+    }
+    return best ? exit_ok : exit_failed;
+  };
+}
+
+} // namespace kforge::cli
