@@ -322,7 +322,8 @@ launch_plan parse_launch_plan(std::string_view source, const std::string& file, 
   while (pos <= source.size()) {
     auto end = source.find('\n', pos);
     if (end == std::string_view::npos) end = source.size();
-    const std::string line(source.substr(pos, end - pos));
+    std::string line(source.substr(pos, end - pos));
+    if (!line.empty() && line.back() == '\r') line.pop_back(); // CRLF: std::regex's '.' stops at '\r'
     pos = end + 1;
     ++line_no;
     std::smatch m;
@@ -374,8 +375,11 @@ launch_plan parse_launch_plan(std::string_view source, const std::string& file, 
             l.args.push_back(std::move(arg));
           }
         plan.launches.push_back(std::move(l));
+      } else if (verb == "param" || verb == "constraint") {
+        // Tunable parameters (propose/params.hpp): propose::instantiate turns them into #defines.
       } else {
-        throw where("unknown directive (kernel-only candidates declare 'launch' and optionally 'workspace')");
+        throw where("unknown directive (kernel-only candidates declare 'launch' and optionally 'workspace', "
+                    "'param' and 'constraint')");
       }
     } catch (const kforge::error& e) {
       const std::string msg = e.what();

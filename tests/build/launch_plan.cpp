@@ -174,3 +174,25 @@ TEST(launch_plan, geometry_outside_cudas_limits_is_refused_with_its_expression) 
   EXPECT_NE(run("// kforge: launch k<<<1, 32, -4>>>(x)").find("shared memory -4"), std::string::npos);
   EXPECT_EQ(run("// kforge: launch k<<<1, 32>>>(x)"), "(no error)");
 }
+
+TEST(launch_plan, leaves_tunable_parameter_directives_to_the_proposer) {
+  // Instantiated sources have no param lines, but a kernel-only file read as written does.
+  const std::string src = "// kforge: param BLOCK = 256 in {128, 256}\n"
+                          "// kforge: constraint BLOCK % 32 == 0\n"
+                          "// kforge: launch k<<<x.shape[0], 256>>>(x, y)\n";
+  auto plan = build::parse_launch_plan(src, "k.cu", KF_F32);
+  ASSERT_EQ(plan.launches.size(), 1u);
+  EXPECT_EQ(plan.launches[0].line, 3);
+  EXPECT_NE(error_of([] { (void)build::parse_launch_plan("// kforge: parm X = 1 in {1}\n// kforge: launch k<<<1, 32>>>(x)",
+                                                         "k.cu", KF_F32); })
+                .find("k.cu:1: kforge: parm: unknown directive"),
+            std::string::npos);
+}
+
+TEST(launch_plan, reads_directives_of_a_file_with_crlf_line_endings) {
+  auto plan = build::parse_launch_plan("// kforge: launch k<<<1, 32>>>(x, y)\r\n// kforge: workspace 8\r\n__global__ void k() {}\r\n",
+                                       "k.cu", KF_F32);
+  ASSERT_EQ(plan.launches.size(), 1u);
+  EXPECT_EQ(plan.launches[0].args.size(), 2u);
+  EXPECT_TRUE(plan.has_workspace);
+}
