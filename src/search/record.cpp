@@ -3,6 +3,11 @@
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "core/hash.hpp"
+#include "propose/params.hpp"
+
+#include <fstream>
+
+#include <unistd.h>
 
 namespace kforge::search {
 
@@ -22,12 +27,35 @@ nlohmann::json evaluation_config(const problem::problem& p, const std::filesyste
           {"precision", p.tolerance.precision}}; // an opted-in lower precision is on record
 }
 
+std::filesystem::path write_source(const std::string& source, const std::filesystem::path& like) {
+  const auto dir = cache_root() / "sources";
+  std::filesystem::create_directories(dir);
+  auto path = dir / (sha256_hex(source).substr(0, 24) + like.extension().string());
+  if (!std::filesystem::exists(path)) {
+    auto tmp = path;
+    tmp += "." + std::to_string(::getpid()) + ".tmp";
+    std::ofstream(tmp, std::ios::binary) << source;
+    std::filesystem::rename(tmp, path);
+  }
+  return path;
+}
+
 recorded_evaluation evaluate_and_record(store::store& db, const problem::problem& p,
-                                        const std::filesystem::path& candidate, const provenance& from,
+                                        const std::filesystem::path& given, const provenance& given_from,
                                         worker::evaluate_options opts) {
   recorded_evaluation r;
   const auto pid = problem_id(db, p);
-  const std::string source = read_file(candidate);
+  std::filesystem::path candidate = given;
+  provenance from = given_from;
+  std::string source = read_file(candidate);
+  // A source that declares tunable parameters is built at its declared defaults (the
+  // tuner of kforge optimize searches the rest); the instance is what is recorded.
+  if (propose::declares_params(source)) {
+    const auto space = propose::parse_params(source, given.string());
+    source = propose::instantiate(source, space, propose::defaults(space));
+    candidate = write_source(source, given);
+    if (from.label.empty()) from.label = given.filename().string() + " [" + propose::to_string(propose::defaults(space)) + "]";
+  }
   r.candidate_id = db.put_candidate(pid, source, from.origin,
                                     from.label.empty() ? candidate.filename().string() : from.label, from.parent_id);
   r.evaluation_id = db.begin_evaluation(r.candidate_id, std::nullopt, evaluation_config(p, candidate, opts).dump());
@@ -60,7 +88,7 @@ recorded_evaluation evaluate_and_record(store::store& db, const problem::problem
   r.json = worker::to_json(r.result, p);
   r.json["evaluation_id"] = r.evaluation_id;
   r.json["candidate"] = {{"id", r.candidate_id},
-                         {"path", std::filesystem::absolute(candidate).string()},
+                         {"path", std::filesystem::absolute(given).string()},
                          {"hash", sha256_hex(source)},
                          {"origin", from.origin}};
   db.finish_evaluation(r.evaluation_id, r.result.status, r.result.message, r.json.dump(), r.result.device_index,

@@ -64,8 +64,6 @@ session::session(store::store& db, const problem::problem& p, search_options opt
   m_scheduler = std::make_unique<scheduler>(scheduler_options{.devices = devices, .build_jobs = m_opts.build_jobs});
   // Sources live content-addressed in the cache, so one source has one path and therefore
   // one evaluation config: the result cache then works across runs too.
-  m_work_dir = cache_root() / "sources";
-  std::filesystem::create_directories(m_work_dir);
   emit({{"event", "run"}, {"resumed", m_opts.resume_run.has_value()}, {"problem", p.name},
         {"strategy", m_opts.strategy}, {"devices", devices}, {"device", m_device_model},
         {"options", m_opts.to_json()}});
@@ -81,16 +79,7 @@ void session::emit(nlohmann::json event) const {
 }
 
 std::filesystem::path session::source_path(const std::string& source) const {
-  const std::string ext = m_problem.backend == problem::backend_kind::cuda ? ".cu" : ".cpp";
-  auto path = m_work_dir / (sha256_hex(source).substr(0, 24) + ext);
-  if (!std::filesystem::exists(path)) {
-    // Write beside, then rename: a concurrent writer of the same source never exposes half a file.
-    auto tmp = path;
-    tmp += fmt::format(".{}.tmp", std::hash<std::thread::id>{}(std::this_thread::get_id()));
-    std::ofstream(tmp, std::ios::binary) << source;
-    std::filesystem::rename(tmp, path);
-  }
-  return path;
+  return write_source(source, m_problem.backend == problem::backend_kind::cuda ? "x.cu" : "x.cpp");
 }
 
 int64_t session::put_candidate(const proposal& prop) {

@@ -87,6 +87,8 @@ public:
   [[nodiscard]] const search_options& options() const { return m_opts; }
   [[nodiscard]] store::store& db() { return m_db; }
   [[nodiscard]] bool has_llm() const { return static_cast<bool>(m_llm); }
+  /// The device model every lane has ("NVIDIA H200 (sm_90, ...)"; the CPU's model).
+  [[nodiscard]] const std::string& device_model() const { return m_device_model; }
   [[nodiscard]] std::mt19937_64& rng() { return m_rng; } // the strategy's: seeded from options.seed
 
   /// Stores a source without judging it (a template whose instances are judged). @return its candidate id.
@@ -135,7 +137,6 @@ private:
   int64_t m_run_id = 0;
   int64_t m_problem_id = 0;
   std::string m_device_model;
-  std::filesystem::path m_work_dir;
   std::unique_ptr<scheduler> m_scheduler;
   std::mt19937_64 m_rng;
   std::chrono::steady_clock::time_point m_started;

@@ -19,6 +19,7 @@
 //   tune    search/tune.cpp    parameters the seed declares (no LLM needed)
 //   refine  search/refine.cpp  one lineage; failures fed back for up to max_fixes fixes (CuTeGen)
 //   branch  search/branch.cpp  N ideas per round, B implementations each, best K seed the next (CRFM)
+#include "propose/prompt.hpp"
 #include "search/session.hpp"
 
 #include <memory>
@@ -48,6 +49,19 @@ void run_search(session& s, strategy& st);
 /// best instance (or the first failure when none passed). A malformed declaration comes
 /// back as status "invalid_params" with the parse error.
 outcome tune_or_evaluate(session& s, const proposal& prop, int budget, const std::string& method);
+
+/// One LLM proposal, end to end: ask `role` (the request's replay_key names the call),
+/// extract the candidate from the answer (whole file or edits against `parent`), record
+/// the proposal (a malformed answer or a failed call is a recorded failed proposal, not an
+/// exception), then tune_or_evaluate it. Status "malformed" / "llm_error" when no candidate
+/// came of it. @throws llm::error only of kind budget (the run must stop).
+outcome propose_and_judge(session& s, const llm::request& req, const std::string& role, const outcome* parent,
+                          const std::string& step, int round, std::optional<int64_t> idea_id, const std::string& label);
+
+/// The device facts prompts quote: its model and calibrated ceilings (when calibrated).
+[[nodiscard]] propose::device_facts device_facts_of(const session& s);
+/// The prompt context of an outcome (its source, label and evaluation document).
+[[nodiscard]] propose::candidate_ref ref_of(const outcome& o);
 
 /// The run's starting point: the problem's seed (or its reference when it has none),
 /// tuned when it declares parameters.

@@ -1,4 +1,6 @@
 // Seed candidate for gelu (f32): the formula, one element at a time, rows split over threads.
+// The chunk each thread takes is a tunable parameter: `kforge optimize` (tune) searches it.
+// kforge: param CHUNK = 4096 in {1024, 4096, 16384, 65536}
 #include <kforge/kernel.h>
 
 #include <cmath>
@@ -16,7 +18,7 @@ KF_EXPORT int kf_forward(const kf_args* a) {
   }
   const float* x = static_cast<const float*>(xt.data);
   float* y = static_cast<float*>(yt.data);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static, CHUNK)
   for (int64_t i = 0; i < n; ++i) {
     const float v = x[i];
     const float inner = 0.7978845608f * (v + 0.044715f * v * v * v);

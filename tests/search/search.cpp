@@ -1,0 +1,208 @@
+// The search engine on the CPU backend: the scheduler's lanes, the tune strategy, resume
+// after a kill, and a replayed multi-round branch search reaching its recorded best.
+// To add a strategy test: build a session over a temp database (fixture below), run the
+// strategy through run_search, and assert on what the database holds.
+#include "llm/config.hpp"
+#include "problem/problem.hpp"
+#include "search/llm_gateway.hpp"
+#include "search/strategy.hpp"
+#include "test_util.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <set>
+#include <thread>
+
+using namespace kforge;
+namespace fs = std::filesystem;
+
+namespace {
+
+class search_test : public ::testing::Test {
+protected:
+  void SetUp() override {
+    ::setenv("KFORGE_WORKER", KFORGE_WORKER_BINARY, 1);
+    gelu = problem::load(fs::path(KFORGE_SOURCE_DIR) / "problems/cpu/gelu");
+  }
+  search::search_options quick(const std::string& strategy) {
+    search::search_options o;
+    o.strategy = strategy;
+    o.seed = 42;
+    o.trials = 1;
+    o.time_budget_s = 0.2;
+    o.build_jobs = 2;
+    return o;
+  }
+  test::temp_dir dir;
+  problem::problem gelu;
+  std::vector<nlohmann::json> events;
+  search::event_sink sink() {
+    return [this](const nlohmann::json& e) {
+      static std::mutex mu;
+      std::lock_guard lock(mu);
+      events.push_back(e);
+    };
+  }
+};
+
+} // namespace
+
+TEST(scheduler, lanes_are_never_shared_and_all_are_used) {
+  search::scheduler s({.devices = 3, .build_jobs = 4});
+  std::vector<std::future<int>> fs;
+  for (int i = 0; i < 24; ++i)
+    fs.push_back(s.submit([](const search::acquire_fn& acquire) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2)); // "building"
+      auto lease = acquire();
+      std::this_thread::sleep_for(std::chrono::milliseconds(3)); // "timing"
+      return lease.ordinal;
+    }));
+  std::set<int> seen;
+  for (auto& f : fs) seen.insert(f.get());
+  EXPECT_EQ(seen, (std::set<int>{0, 1, 2}));
+  auto iv = s.intervals();
+  ASSERT_EQ(iv.size(), 24u);
+  for (std::size_t i = 0; i < iv.size(); ++i)
+    for (std::size_t j = i + 1; j < iv.size(); ++j)
+      if (iv[i].lane == iv[j].lane)
+        EXPECT_TRUE(iv[i].end <= iv[j].begin || iv[j].end <= iv[i].begin) << "lane " << iv[i].lane << " shared";
+}
+
+TEST(scheduler, an_exception_in_a_job_frees_its_lane) {
+  search::scheduler s({.devices = 1, .build_jobs = 1});
+  auto bad = s.submit([](const search::acquire_fn& acquire) -> int {
+    auto lease = acquire();
+    throw std::runtime_error("candidate broke the problem");
+  });
+  EXPECT_THROW(bad.get(), std::runtime_error);
+  auto good = s.submit([](const search::acquire_fn& acquire) { return acquire().ordinal; });
+  EXPECT_EQ(good.get(), 0);
+}
+
+TEST_F(search_test, tune_searches_the_seeds_parameters_by_grid) {
+  store::store db(dir / "k.db");
+  search::session s(db, gelu, quick("tune"), sink());
+  auto st = search::make_strategy("tune");
+  search::run_search(s, *st);
+  auto run = db.get_run(s.run_id());
+  ASSERT_TRUE(run);
+  EXPECT_EQ(run->status, "finished");
+  ASSERT_TRUE(run->best_candidate_id);
+  auto rows = db.run_evaluations(s.run_id());
+  ASSERT_EQ(rows.size(), 4u); // CHUNK in {1024, 4096, 16384, 65536}
+  std::set<std::string> chunks;
+  for (auto& r : rows) {
+    EXPECT_EQ(r.status, "passed") << r.message;
+    EXPECT_EQ(r.step, "tune");
+    EXPECT_EQ(r.candidate_origin, "tuner");
+    ASSERT_TRUE(r.parent_id); // the template
+    chunks.insert(nlohmann::json::parse(r.params_json).at("CHUNK").dump());
+  }
+  EXPECT_EQ(chunks.size(), 4u);
+  auto best = db.get_candidate(*run->best_candidate_id);
+  EXPECT_NE(best->source.find("#define CHUNK"), std::string::npos);
+  EXPECT_EQ(best->source.find("kforge: param"), std::string::npos) << "an instance declares nothing";
+
+  // A second run judges nothing again: same sources, same settings, same device model.
+  search::session again(db, gelu, quick("tune"), sink());
+  search::run_search(again, *st);
+  for (auto& r : db.run_evaluations(again.run_id())) EXPECT_TRUE(r.reused);
+}
+
+TEST_F(search_test, a_killed_run_resumes_with_nothing_lost_or_repeated) {
+  store::store db(dir / "k.db");
+  int64_t run_id = 0;
+  {
+    // The "killed" run: it judged the first two grid points, then died (no finish).
+    search::session s(db, gelu, quick("tune"), sink());
+    run_id = s.run_id();
+    const auto seed = read_file(*gelu.seed);
+    search::proposal prop{.source = seed, .origin = "seed", .label = "seed.cpp", .step = "seed"};
+    // Judge the same first instances the strategy would: run tune with a budget of 2 by hand.
+    auto opts = quick("tune");
+    (void)search::tune_or_evaluate(s, prop, 2, "grid");
+  }
+  ASSERT_EQ(db.get_run(run_id)->status, "running");
+  const auto before = db.list_evaluations("", 0).size();
+  ASSERT_EQ(db.run_evaluations(run_id).size(), 2u);
+
+  auto opts = quick("tune");
+  opts.resume_run = run_id;
+  search::session s(db, gelu, opts, sink());
+  EXPECT_EQ(s.run_id(), run_id);
+  auto st = search::make_strategy("tune");
+  search::run_search(s, *st);
+  EXPECT_EQ(db.get_run(run_id)->status, "finished");
+  EXPECT_EQ(db.get_run(run_id)->resumes, 1);
+  EXPECT_EQ(db.run_evaluations(run_id).size(), 4u) << "the two judged before are not recorded twice";
+  EXPECT_EQ(db.list_evaluations("", 0).size(), before + 2) << "only the two missing points were judged";
+}
+
+TEST_F(search_test, a_replayed_branch_search_reaches_its_recorded_best) {
+  store::store db(dir / "k.db");
+  llm::llm_config cfg;
+  cfg.models.push_back({.spec = "replay:" + (fs::path(KFORGE_TEST_DIR) / "search/data/gelu_branch.llm.jsonl").string()});
+  auto gw = search::make_llm_gateway(db, cfg, {}, 7);
+  auto opts = quick("branch");
+  opts.ideas = 2;
+  opts.implementations = 2;
+  opts.keep = 1;
+  opts.max_rounds = 3; // the seed's round and two branching rounds
+  opts.patience = 0;
+  opts.tune_budget = 4;
+  search::session s(db, gelu, opts, sink(), gw);
+  auto st = search::make_strategy("branch");
+  search::run_search(s, *st);
+
+  auto run = db.get_run(s.run_id());
+  ASSERT_TRUE(run);
+  EXPECT_EQ(run->status, "finished") << run->stop_reason;
+  ASSERT_TRUE(run->best_candidate_id);
+  // The recorded best: a correct kernel, not one of the deliberately slow ones.
+  auto best = db.get_candidate(*run->best_candidate_id);
+  EXPECT_EQ(best->source.find("k < 16"), std::string::npos);
+  EXPECT_NE(best->source.find("std::tanh(inner)"), std::string::npos);
+
+  auto ideas = db.ideas_of(s.run_id());
+  ASSERT_EQ(ideas.size(), 4u);
+  EXPECT_EQ(ideas[0].title, "Vectorise the loop");
+
+  std::map<std::string, int> statuses;
+  bool reused = false, tuned = false;
+  for (auto& r : db.run_evaluations(s.run_id())) {
+    ++statuses[r.status];
+    reused = reused || r.reused;
+    tuned = tuned || (r.step == "tune" && r.round == 2);
+  }
+  EXPECT_GE(statuses["tolerance"], 1) << "the cheap tanh fails the oracle";
+  EXPECT_GE(statuses["build_failed"], 1);
+  EXPECT_TRUE(reused) << "r2's copy of r1's kernel is answered from the cache";
+  EXPECT_TRUE(tuned) << "an LLM candidate that declares parameters is tuned before it is compared";
+
+  int malformed = 0;
+  for (auto& p : db.proposals_of(s.run_id())) malformed += p.status == "malformed";
+  EXPECT_EQ(malformed, 1);
+
+  auto calls = db.llm_calls_of(s.run_id());
+  EXPECT_EQ(calls.size(), 10u);
+  auto totals = db.llm_totals_of(s.run_id());
+  EXPECT_GT(totals.input_tokens, 10000);
+  for (auto& c : calls) EXPECT_FALSE(c.replay_key.empty());
+
+  bool saw_round = false;
+  for (auto& e : events) saw_round = saw_round || e.value("event", "") == "round";
+  EXPECT_TRUE(saw_round);
+}
+
+TEST_F(search_test, the_evaluation_budget_stops_a_run) {
+  store::store db(dir / "k.db");
+  auto opts = quick("tune");
+  opts.max_evaluations = 2;
+  search::session s(db, gelu, opts, sink());
+  auto st = search::make_strategy("tune");
+  search::run_search(s, *st);
+  auto run = db.get_run(s.run_id());
+  EXPECT_EQ(db.run_evaluations(s.run_id()).size(), 2u);
+  EXPECT_NE(run->stop_reason.find("budget"), std::string::npos) << run->stop_reason;
+}
