@@ -23,7 +23,7 @@ if [ -z "${SKIP_LATENCY:-}" ]; then
 echo "=== latency: simple candidate, cold cache (reference + oracle + candidate built)"
 KFORGE_CACHE=/tmp/kforge-cold /usr/bin/time -f '%e s wall' dist/kforge eval tests/gpu/problems/softmax_small problems/softmax/seed.cu --json > "$OUT/latency_cold.json"
 echo "=== latency: new candidate, warm reference/oracle"
-sed 's/threads = 256/threads = 512/' problems/softmax/seed.cu > /tmp/seed512.cu
+sed 's/THREADS = 256 in/THREADS = 512 in/' problems/softmax/seed.cu > /tmp/seed512.cu
 /usr/bin/time -f '%e s wall' dist/kforge eval tests/gpu/problems/softmax_small /tmp/seed512.cu | tail -4
 echo "=== latency: new kernel-only candidate (NVRTC), warm reference/oracle"
 sed 's/512/256/g' examples/softmax_nvrtc.cu > /tmp/nvrtc256.cu # new source (not in the cache): 256 threads

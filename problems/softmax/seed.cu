@@ -1,11 +1,13 @@
 // Naive seed: one 256-thread block per row, three passes over the row (max, sum,
 // write), fp32 with expf, warp shuffles then shared memory for the block reductions.
+// The block size is a tunable parameter: `kforge optimize` (tune) searches it.
+// kforge: param THREADS = 256 in {128, 256, 512, 1024}
 #include <kforge/kernel.h>
 #include <cuda_runtime.h>
 
 namespace {
 
-constexpr int threads = 256;
+constexpr int threads = THREADS;
 
 template <bool is_max>
 __device__ float block_reduce(float v, float* red) {

@@ -205,6 +205,7 @@ void session::consider_best(outcome& o) {
       }
     }
     if (!s.passed()) {
+      m_db.set_evaluation_status(o.evaluation_id, o.status, o.message);
       emit({{"event", "sanitize_failed"}, {"candidate_id", o.candidate_id}, {"message", o.message}});
       return;
     }

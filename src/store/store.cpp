@@ -587,6 +587,12 @@ std::vector<evaluation_summary> store::list_evaluations(const std::string& probl
   return out;
 }
 
+void store::set_evaluation_status(int64_t evaluation_id, const std::string& status, const std::string& message) {
+  statement s(m_db, m_path, "UPDATE evaluations SET status = ?, message = ? WHERE id = ?");
+  s.bind(status).bind(message).bind(evaluation_id);
+  s.run();
+}
+
 std::optional<int64_t> store::find_evaluation(int64_t candidate_id, const std::string& device_model,
                                               const std::string& config_json) const {
   statement s(m_db, m_path,

@@ -196,6 +196,8 @@ public:
   void put_timing(int64_t evaluation_id, const timing_record& t);
   void finish_evaluation(int64_t evaluation_id, const std::string& status, const std::string& message,
                          const std::string& summary_json, int device_index = -1, const std::string& device = "");
+  /// Overrides a finished evaluation's verdict (a check that ran after it, e.g. compute-sanitizer on a new best).
+  void set_evaluation_status(int64_t evaluation_id, const std::string& status, const std::string& message);
   /// The latest finished evaluation of this candidate on this device model whose
   /// config_json equals `config_json` (the search's result cache). Statuses "running" and
   /// "error" never count.
