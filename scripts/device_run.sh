@@ -32,6 +32,15 @@ python3 -c "import json; j=json.load(open('$OUT/latency_nvrtc.json')); print(j['
 fi
 echo "=== sanitize: the softmax seed under compute-sanitizer (memcheck, racecheck, initcheck, synccheck)"
 /usr/bin/time -f '%e s wall' dist/kforge eval tests/gpu/problems/softmax_small problems/softmax/seed.cu --sanitize --no-time | tail -6
+if [ -n "${DEVICE_OPTIMIZE:-}" ]; then
+echo "=== optimize: tune the softmax seed's block size (problem softmax_small)"
+/usr/bin/time -f '%e s wall' dist/kforge optimize tests/gpu/problems/softmax_small --strategy tune --trials 1 --time-budget 0.3
+echo "=== optimize: a replayed branch search (problem softmax_small)"
+/usr/bin/time -f '%e s wall' dist/kforge optimize tests/gpu/problems/softmax_small --llm replay:tests/gpu/data/softmax_branch.llm.jsonl \
+  --ideas 2 --implementations 2 --keep 1 --rounds 2 --patience 0 --tune-budget 2 --trials 1 --time-budget 0.3
+dist/kforge show run 2 | head -40
+dist/kforge export 2 --out "$OUT/export-run2" && ls "$OUT/export-run2"
+fi
 for src in ${DEVICE_EXTRA:-}; do
   p=${src%%:*}; f=${src#*:}
   echo "=== problem $p: $f"

@@ -4,6 +4,7 @@
 #include "build/build_cache.hpp"
 #include "build/compiler.hpp"
 #include "build/launch_plan.hpp"
+#include "build/params.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
@@ -267,7 +268,29 @@ std::string toolchain_for(const std::filesystem::path& source, problem_backend b
   return declares_launches(read_file(source)) ? "nvrtc" : "nvcc";
 }
 
-artifact compile(const request& rq, problem_backend b) {
+artifact compile(const request& given, problem_backend b) {
+  request rq = given;
+  // A source that declares tunable parameters is built at their declared defaults: the
+  // instance (#defines in place of the directives) is written content-addressed beside
+  // the cache, and the original folder stays on the include path.
+  if (const std::string text = read_file(given.source); declares_params(text)) {
+    std::string instance;
+    try {
+      const auto space = parse_params(text, given.source.string());
+      instance = instantiate(text, space, defaults(space));
+    } catch (const kforge::error& e) {
+      artifact a;
+      a.toolchain = b == problem_backend::cpu ? "host" : "nvcc";
+      a.diagnostics = e.what();
+      a.command = "(tunable parameters of " + given.source.string() + ")";
+      return a;
+    }
+    const auto dir = cache_root() / "sources";
+    std::filesystem::create_directories(dir);
+    rq.source = dir / (sha256_hex(instance).substr(0, 24) + given.source.extension().string());
+    if (!std::filesystem::exists(rq.source)) write_file_atomic(rq.source, instance);
+    rq.include_dirs.push_back(std::filesystem::absolute(given.source).parent_path());
+  }
   const auto tc = toolchain_for(rq.source, b);
   return tc == "nvrtc" ? compile_nvrtc(rq) : tc == "nvcc" ? compile_nvcc(rq) : compile_host(rq);
 }

@@ -376,7 +376,7 @@ launch_plan parse_launch_plan(std::string_view source, const std::string& file, 
           }
         plan.launches.push_back(std::move(l));
       } else if (verb == "param" || verb == "constraint") {
-        // Tunable parameters (propose/params.hpp): propose::instantiate turns them into #defines.
+        // Tunable parameters (build/params.hpp): propose::instantiate turns them into #defines.
       } else {
         throw where("unknown directive (kernel-only candidates declare 'launch' and optionally 'workspace', "
                     "'param' and 'constraint')");

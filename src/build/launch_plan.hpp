@@ -98,7 +98,7 @@ struct launch_plan {
 /// @return whether `source` declares launches (a kernel-only candidate, built by NVRTC).
 [[nodiscard]] bool declares_launches(std::string_view source);
 /// Reads every `kforge:` directive of `source` (`param` and `constraint` lines belong to
-/// propose/params.hpp and are skipped). @throws kforge::error (build) with
+/// build/params.hpp and are skipped). @throws kforge::error (build) with
 /// "FILE:LINE: reason" for a malformed directive, or when there is no launch.
 [[nodiscard]] launch_plan parse_launch_plan(std::string_view source, const std::string& file, kf_dtype real);
 

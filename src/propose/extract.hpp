@@ -13,7 +13,7 @@
 // What it promises when ok: `source` is one file (headers the answer gives and the file
 // includes are inlined) that defines kf_forward (include/kforge/kernel.h) or declares
 // `// kforge: launch` directives (a kernel-only candidate); with language "cpp" it has no
-// CUDA constructs. `// kforge: param` lines are kept as they are (propose/params.hpp reads
+// CUDA constructs. `// kforge: param` lines are kept as they are (build/params.hpp reads
 // them). Line endings are LF.
 #include <string>
 #include <string_view>

@@ -3,7 +3,7 @@
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "core/hash.hpp"
-#include "propose/params.hpp"
+#include "build/params.hpp"
 
 #include <fstream>
 
@@ -50,11 +50,11 @@ recorded_evaluation evaluate_and_record(store::store& db, const problem::problem
   std::string source = read_file(candidate);
   // A source that declares tunable parameters is built at its declared defaults (the
   // tuner of kforge optimize searches the rest); the instance is what is recorded.
-  if (propose::declares_params(source)) {
-    const auto space = propose::parse_params(source, given.string());
-    source = propose::instantiate(source, space, propose::defaults(space));
+  if (build::declares_params(source)) {
+    const auto space = build::parse_params(source, given.string());
+    source = build::instantiate(source, space, build::defaults(space));
     candidate = write_source(source, given);
-    if (from.label.empty()) from.label = given.filename().string() + " [" + propose::to_string(propose::defaults(space)) + "]";
+    if (from.label.empty()) from.label = given.filename().string() + " [" + build::to_string(build::defaults(space)) + "]";
   }
   r.candidate_id = db.put_candidate(pid, source, from.origin,
                                     from.label.empty() ? candidate.filename().string() : from.label, from.parent_id);

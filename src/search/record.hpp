@@ -38,7 +38,7 @@ int64_t problem_id(store::store& db, const problem::problem& p);
 /// Writes `source` content-addressed under <cache>/sources/ (extension of `like`). @return its path.
 std::filesystem::path write_source(const std::string& source, const std::filesystem::path& like);
 
-/// A candidate that declares tunable parameters (propose/params.hpp) is judged at its
+/// A candidate that declares tunable parameters (build/params.hpp) is judged at its
 /// declared defaults. @throws kforge::error (build) for a malformed declaration.
 /// @throws kforge::error when the problem is broken (the row is closed with status "error" first).
 [[nodiscard]] recorded_evaluation evaluate_and_record(store::store& db, const problem::problem& p,

@@ -1,9 +1,9 @@
-// tune: search the parameters a candidate declares (`// kforge: param`, propose/params.hpp)
+// tune: search the parameters a candidate declares (`// kforge: param`, build/params.hpp)
 // by grid, random or model-guided choice; every instance is an ordinary candidate, so the
 // session's cache answers any instance judged before.
 #include "core/error.hpp"
 #include "core/fs.hpp"
-#include "propose/params.hpp"
+#include "build/params.hpp"
 #include "search/strategy.hpp"
 
 #include <fmt/format.h>
@@ -22,7 +22,7 @@ namespace {
 // optimistic score, so every value is tried before the model trusts itself.
 class additive_model {
 public:
-  void fit(const std::vector<std::pair<propose::assignment, double>>& measured) {
+  void fit(const std::vector<std::pair<build::assignment, double>>& measured) {
     m_effect.clear();
     if (measured.empty()) return;
     double mean = 0;
@@ -38,7 +38,7 @@ public:
     for (auto& [name, values] : acc)
       for (auto& [v, cell] : values) m_effect[name][v] = cell.first / cell.second;
   }
-  [[nodiscard]] double predict(const propose::assignment& a) const {
+  [[nodiscard]] double predict(const build::assignment& a) const {
     double s = 0;
     for (auto& [name, v] : a) {
       auto p = m_effect.find(name);
@@ -53,19 +53,19 @@ private:
   std::map<std::string, std::map<int64_t, double>> m_effect;
 };
 
-std::string with_params(const std::string& label, const propose::assignment& a) {
-  return label.empty() ? propose::to_string(a) : label + " [" + propose::to_string(a) + "]";
+std::string with_params(const std::string& label, const build::assignment& a) {
+  return label.empty() ? build::to_string(a) : label + " [" + build::to_string(a) + "]";
 }
 
 } // namespace
 
 outcome tune_or_evaluate(session& s, const proposal& prop, int budget, const std::string& method) {
-  if (!propose::declares_params(prop.source)) return s.evaluate(prop);
-  propose::param_space space;
-  propose::assignment start;
+  if (!build::declares_params(prop.source)) return s.evaluate(prop);
+  build::param_space space;
+  build::assignment start;
   try {
-    space = propose::parse_params(prop.source, prop.label.empty() ? "candidate" : prop.label);
-    start = propose::defaults(space);
+    space = build::parse_params(prop.source, prop.label.empty() ? "candidate" : prop.label);
+    start = build::defaults(space);
   } catch (const kforge::error& e) {
     outcome o;
     o.status = "invalid_params";
@@ -76,9 +76,9 @@ outcome tune_or_evaluate(session& s, const proposal& prop, int budget, const std
   }
   // The template itself is a candidate (the parent of its instances), never built as is.
   const int64_t template_id = s.put_candidate(prop);
-  auto instance = [&](const propose::assignment& a) {
+  auto instance = [&](const build::assignment& a) {
     proposal q = prop;
-    q.source = propose::instantiate(prop.source, space, a);
+    q.source = build::instantiate(prop.source, space, a);
     q.origin = "tuner";
     q.label = with_params(prop.label, a);
     q.parent_id = template_id;
@@ -95,20 +95,20 @@ outcome tune_or_evaluate(session& s, const proposal& prop, int budget, const std
 
   std::set<std::string> tried;
   std::vector<outcome> results;
-  std::vector<std::pair<propose::assignment, double>> measured; // log(median) of passing instances
-  std::vector<propose::assignment> failed;
+  std::vector<std::pair<build::assignment, double>> measured; // log(median) of passing instances
+  std::vector<build::assignment> failed;
   double worst = 0;
-  auto run_batch = [&](const std::vector<propose::assignment>& batch) {
+  auto run_batch = [&](const std::vector<build::assignment>& batch) {
     std::vector<proposal> props;
     for (auto& a : batch)
-      if (tried.insert(propose::key(a)).second) props.push_back(instance(a));
+      if (tried.insert(build::key(a)).second) props.push_back(instance(a));
     if (props.empty()) return false;
     auto outs = s.evaluate_all(props);
     bool any_run = false;
     for (std::size_t i = 0; i < outs.size(); ++i) {
       if (outs[i].status == "not_run") continue;
       any_run = true;
-      const auto a = props[i].params.get<propose::assignment>();
+      const auto a = props[i].params.get<build::assignment>();
       if (outs[i].passed()) {
         const double y = std::log(*outs[i].median_s);
         worst = measured.empty() ? y : std::max(worst, y);
@@ -125,44 +125,44 @@ outcome tune_or_evaluate(session& s, const proposal& prop, int budget, const std
   const int batch_size = std::max(2, 2 * lanes);
   int left = std::max(1, budget);
   if (how == "grid") {
-    auto all = propose::grid(space, static_cast<std::size_t>(left));
+    auto all = build::grid(space, static_cast<std::size_t>(left));
     for (std::size_t i = 0; i < all.size() && !s.stop_reason(); i += batch_size) {
-      std::vector<propose::assignment> b(all.begin() + i, all.begin() + std::min(all.size(), i + batch_size));
+      std::vector<build::assignment> b(all.begin() + i, all.begin() + std::min(all.size(), i + batch_size));
       if (!run_batch(b)) break;
     }
   } else {
     // The declared defaults first: the author's guess is the baseline every other point must beat.
-    std::vector<propose::assignment> first{start};
-    for (auto& a : propose::sample(space, static_cast<std::size_t>(std::min(left, batch_size)) - 1, s.rng()))
+    std::vector<build::assignment> first{start};
+    for (auto& a : build::sample(space, static_cast<std::size_t>(std::min(left, batch_size)) - 1, s.rng()))
       first.push_back(a);
     run_batch(first);
     additive_model model;
     while (static_cast<int>(tried.size()) < left && !s.stop_reason()) {
-      std::vector<propose::assignment> pool;
+      std::vector<build::assignment> pool;
       if (how == "random") {
-        pool = propose::sample(space, static_cast<std::size_t>(batch_size) * 4, s.rng());
+        pool = build::sample(space, static_cast<std::size_t>(batch_size) * 4, s.rng());
       } else {
         // Failed instances count as slower than the slowest that passed.
         auto data = measured;
         for (auto& a : failed) data.emplace_back(a, worst + 1.0);
         model.fit(data);
-        std::vector<std::pair<double, propose::assignment>> ranked;
-        std::vector<std::pair<propose::assignment, double>> by_time = measured;
+        std::vector<std::pair<double, build::assignment>> ranked;
+        std::vector<std::pair<build::assignment, double>> by_time = measured;
         std::sort(by_time.begin(), by_time.end(), [](auto& x, auto& y) { return x.second < y.second; });
         for (std::size_t i = 0; i < by_time.size() && i < 3; ++i)
-          for (auto& n : propose::neighbours(space, by_time[i].first)) pool.push_back(n);
-        for (auto& a : propose::sample(space, 64, s.rng())) pool.push_back(a);
+          for (auto& n : build::neighbours(space, by_time[i].first)) pool.push_back(n);
+        for (auto& a : build::sample(space, 64, s.rng())) pool.push_back(a);
         for (auto& a : pool)
-          if (!tried.count(propose::key(a))) ranked.emplace_back(model.predict(a), a);
+          if (!tried.count(build::key(a))) ranked.emplace_back(model.predict(a), a);
         std::stable_sort(ranked.begin(), ranked.end(), [](auto& x, auto& y) { return x.first < y.first; });
         pool.clear();
         for (auto& [score, a] : ranked) pool.push_back(a);
       }
-      std::vector<propose::assignment> next;
+      std::vector<build::assignment> next;
       std::set<std::string> in_batch;
       for (auto& a : pool) {
         if (static_cast<int>(next.size()) >= std::min(batch_size, left - static_cast<int>(tried.size()))) break;
-        const auto k = propose::key(a);
+        const auto k = build::key(a);
         if (!tried.count(k) && in_batch.insert(k).second) next.push_back(a);
       }
       if (next.empty() || !run_batch(next)) break; // the space is exhausted (or the budget)
@@ -203,7 +203,7 @@ public:
     const auto& p = s.problem();
     const auto path = p.seed ? *p.seed : p.reference;
     const auto source = read_file(path);
-    if (!propose::declares_params(source))
+    if (!build::declares_params(source))
       s.emit({{"event", "note"},
               {"message", fmt::format("{} declares no tunable parameters (// kforge: param, docs/candidates.md): "
                                       "judging it once; configure an LLM for refine or branch",

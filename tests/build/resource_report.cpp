@@ -31,7 +31,9 @@ ptxas info    : Used 4 registers, used 0 barriers, 352 bytes cmem[0]
 
 TEST(nvcc_build, compiles_for_sm90a_without_a_gpu) {
   // nvcc is on the build machine (not necessarily a GPU): the toolchain must work there.
-  auto a = build::compile_nvcc({.source = std::filesystem::path(KFORGE_SOURCE_DIR) / "problems" / "softmax" / "seed.cu"});
+  // The seed declares a tunable parameter: compile() builds it at its default.
+  auto a = build::compile({.source = std::filesystem::path(KFORGE_SOURCE_DIR) / "problems" / "softmax" / "seed.cu"},
+                          build::problem_backend::cuda);
   ASSERT_TRUE(a.ok) << a.diagnostics;
   EXPECT_NE(a.command.find("-gencode=arch=compute_90a,code=sm_90a"), std::string::npos);
   ASSERT_FALSE(a.resources.empty());

@@ -2,7 +2,7 @@
 // prose, several files, Python beside CUDA, cut-off answers, SEARCH/REPLACE edits and
 // diffs, odd fences and line endings.
 #include "propose/extract.hpp"
-#include "propose/params.hpp"
+#include "build/params.hpp"
 
 #include <gtest/gtest.h>
 
@@ -186,8 +186,8 @@ TEST(extract, kernel_only_candidates_and_their_params_pass_through) {
   const auto x = extract_candidate("A kernel-only version, block size tunable:\n```cuda\n" + src + "```", "", cuda);
   ASSERT_TRUE(x.ok) << x.error;
   EXPECT_EQ(x.source, src);
-  EXPECT_TRUE(propose::declares_params(x.source));
-  EXPECT_EQ(propose::parse_params(x.source, "cand.cu").params.size(), 1u);
+  EXPECT_TRUE(build::declares_params(x.source));
+  EXPECT_EQ(build::parse_params(x.source, "cand.cu").params.size(), 1u);
 }
 
 TEST(extract, several_whole_candidates_take_the_last_revision) {

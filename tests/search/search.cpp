@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <set>
 #include <thread>
 
@@ -205,4 +206,97 @@ TEST_F(search_test, the_evaluation_budget_stops_a_run) {
   auto run = db.get_run(s.run_id());
   EXPECT_EQ(db.run_evaluations(s.run_id()).size(), 2u);
   EXPECT_NE(run->stop_reason.find("budget"), std::string::npos) << run->stop_reason;
+}
+
+TEST_F(search_test, refine_feeds_failures_back_and_keeps_one_lineage) {
+  store::store db(dir / "k.db");
+  llm::llm_config cfg;
+  cfg.models.push_back({.spec = "replay:" + (fs::path(KFORGE_TEST_DIR) / "search/data/gelu_refine.llm.jsonl").string()});
+  auto opts = quick("refine");
+  opts.max_rounds = 3;
+  opts.patience = 0;
+  opts.max_fixes = 2;
+  opts.tune_budget = 1;
+  search::session s(db, gelu, opts, sink(), search::make_llm_gateway(db, cfg, {}, 5));
+  auto st = search::make_strategy("refine");
+  search::run_search(s, *st);
+  auto run = db.get_run(s.run_id());
+  EXPECT_EQ(run->status, "finished") << run->stop_reason;
+  std::vector<std::string> seq;
+  for (auto& r : db.run_evaluations(s.run_id())) seq.push_back(r.step + ":" + r.status);
+  // the seed (tuned: one instance); r1: implement fails the oracle, fix 1 passes; r2: no code (a proposal, not an
+  // evaluation), fix 1 does not compile, fix 2 passes.
+  EXPECT_EQ(seq, (std::vector<std::string>{"tune:passed", "implement:tolerance", "fix:passed", "fix:build_failed",
+                                           "fix:passed"}));
+  // The fix was asked about the failed candidate: it is the fix's parent.
+  auto rows = db.run_evaluations(s.run_id());
+  EXPECT_EQ(rows[2].parent_id, rows[1].candidate_id);
+  EXPECT_EQ(db.llm_calls_of(s.run_id()).size(), 5u);
+}
+
+TEST_F(search_test, the_token_budget_ends_a_run_cleanly) {
+  store::store db(dir / "k.db");
+  llm::llm_config cfg;
+  cfg.models.push_back({.spec = "replay:" + (fs::path(KFORGE_TEST_DIR) / "search/data/gelu_refine.llm.jsonl").string()});
+  auto opts = quick("refine");
+  opts.max_tokens = 4000; // the first call spends 2400; the second is allowed, the third is refused
+  opts.patience = 0;
+  opts.tune_budget = 1;
+  search::session s(db, gelu, opts, sink(), search::make_llm_gateway(db, cfg, {.max_tokens = opts.max_tokens}, 5));
+  auto st = search::make_strategy("refine");
+  search::run_search(s, *st);
+  auto run = db.get_run(s.run_id());
+  EXPECT_EQ(run->status, "finished");
+  EXPECT_NE(run->stop_reason.find("budget"), std::string::npos) << run->stop_reason;
+  auto t = db.llm_totals_of(s.run_id());
+  EXPECT_LE(t.input_tokens + t.output_tokens, 4000 + 2405) << "at most the call in flight overshoots";
+}
+
+TEST_F(search_test, a_resumed_search_answers_its_finished_llm_calls_from_the_database) {
+  // Split the recorded branch transcript: the first run only has round 1's answers, the
+  // resumed one only round 2's. If the resume asked round 1 again, replay would refuse.
+  const auto full = fs::path(KFORGE_TEST_DIR) / "search/data/gelu_branch.llm.jsonl";
+  std::ifstream in(full);
+  std::ofstream r1(dir / "r1.jsonl"), r2(dir / "r2.jsonl");
+  for (std::string line; std::getline(in, line);)
+    (line.find("branch/r1/") != std::string::npos ? r1 : r2) << line << "\n";
+  r1.close();
+  r2.close();
+  store::store db(dir / "k.db");
+  auto opts = quick("branch");
+  opts.ideas = 2;
+  opts.implementations = 2;
+  opts.keep = 1;
+  opts.max_rounds = 3;
+  opts.patience = 0;
+  opts.tune_budget = 4;
+  int64_t run_id = 0;
+  {
+    llm::llm_config cfg;
+    cfg.models.push_back({.spec = "replay:" + (dir / "r1.jsonl").string()});
+    search::session s(db, gelu, opts, sink(), search::make_llm_gateway(db, cfg, {}, 7));
+    run_id = s.run_id();
+    auto st = search::make_strategy("branch");
+    search::run_search(s, *st); // round 2's ideas call finds no answer: the round is lost, the run ends
+  }
+  const auto calls_before = db.llm_calls_of(run_id).size();
+  const auto evals_before = db.run_evaluations(run_id).size();
+  ASSERT_EQ(db.ideas_of(run_id).size(), 2u);
+
+  llm::llm_config cfg;
+  cfg.models.push_back({.spec = "replay:" + (dir / "r2.jsonl").string()});
+  opts.resume_run = run_id;
+  search::session s(db, gelu, opts, sink(), search::make_llm_gateway(db, cfg, {}, 7));
+  auto st = search::make_strategy("branch");
+  search::run_search(s, *st);
+  EXPECT_EQ(db.get_run(run_id)->status, "finished");
+  EXPECT_EQ(db.ideas_of(run_id).size(), 4u) << "round 1's ideas are not stored twice";
+  EXPECT_EQ(db.llm_calls_of(run_id).size(), calls_before + 5) << "only round 2's calls are new";
+  std::map<std::pair<int64_t, std::string>, int> seen;
+  for (auto& r : db.run_evaluations(run_id))
+    if (!r.reused) {
+      const int times = ++seen[std::make_pair(r.candidate_id, r.step)];
+      EXPECT_EQ(times, 1) << "candidate " << r.candidate_id << " judged twice";
+    }
+  EXPECT_GT(db.run_evaluations(run_id).size(), evals_before);
 }

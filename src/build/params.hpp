@@ -16,9 +16,9 @@
 // constraint that divides by zero or overflows is false. The defaults must satisfy every
 // constraint.
 //
-//   auto space = propose::parse_params(text, "cand.cu");        // throws build error "FILE:LINE: ..."
-//   for (auto& a : propose::grid(space, 64))                    // admissible points, in order
-//     build(propose::instantiate(text, space, a));              // #defines instead of directives
+//   auto space = build::parse_params(text, "cand.cu");        // throws build error "FILE:LINE: ..."
+//   for (auto& a : build::grid(space, 64))                    // admissible points, in order
+//     compile(build::instantiate(text, space, a));              // #defines instead of directives
 //
 // instantiate() keeps the line count, so compiler diagnostics keep their line numbers, and
 // its result declares no parameters: instantiating it again changes nothing.
@@ -31,7 +31,7 @@
 #include <string_view>
 #include <vector>
 
-namespace kforge::propose {
+namespace kforge::build {
 
 /// One value per parameter name. std::map: iteration (and so to_string/key) is by name.
 using assignment = std::map<std::string, std::int64_t>;
@@ -144,4 +144,4 @@ struct param_space {
 /// Canonical form for caches and deduplication: "BLOCK=128,ITEMS=4"; "" when empty.
 [[nodiscard]] std::string key(const assignment& a);
 
-} // namespace kforge::propose
+} // namespace kforge::build

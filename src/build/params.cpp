@@ -1,7 +1,7 @@
 // Tunable parameters: the `param` and `constraint` directives, a small recursive-descent
 // parser for constraints (an expression tree, so && and || can short-circuit), and the
 // enumerations the tuner draws from.
-#include "propose/params.hpp"
+#include "build/params.hpp"
 
 #include "core/error.hpp"
 #include "core/text.hpp"
@@ -11,7 +11,7 @@
 #include <limits>
 #include <set>
 
-namespace kforge::propose {
+namespace kforge::build {
 namespace {
 
 constexpr std::size_t max_values = 65536;  // per parameter
@@ -758,4 +758,4 @@ std::string key(const assignment& a) {
   return s;
 }
 
-} // namespace kforge::propose
+} // namespace kforge::build

@@ -1,6 +1,6 @@
 // Tunable parameters: the directives, their errors, constraints, instantiation (line count,
 // #defines, launch lines), and the enumerations the tuner draws from.
-#include "propose/params.hpp"
+#include "build/params.hpp"
 #include "build/launch_plan.hpp"
 #include "core/error.hpp"
 
@@ -10,8 +10,8 @@
 #include <set>
 
 using namespace kforge;
-using propose::assignment;
-using propose::param_space;
+using build::assignment;
+using build::param_space;
 
 namespace {
 
@@ -25,7 +25,7 @@ std::string error_of(auto&& fn) {
 }
 
 std::string parse_error(const std::string& src) {
-  return error_of([&] { (void)propose::parse_params(src, "cand.cu"); });
+  return error_of([&] { (void)build::parse_params(src, "cand.cu"); });
 }
 
 int lines(std::string_view s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
@@ -47,7 +47,7 @@ __global__ void softmax(const float* x, float* y, long long cols) {
 } // namespace
 
 TEST(params, parses_sets_ranges_steps_and_powers_of_two) {
-  const auto s = propose::parse_params(R"(
+  const auto s = build::parse_params(R"(
 // kforge: param BLOCK = 256 in {512, 64, 256, 128, 256}
   //kforge:param ITEMS=4 in [1,8]
 // kforge: param TILE = 32 in [16, 128] step 16   // multiples of 16
@@ -68,17 +68,17 @@ TEST(params, parses_sets_ranges_steps_and_powers_of_two) {
   EXPECT_EQ(s.params[4].values, (std::vector<std::int64_t>{-3, -2, -1, 0, 1}));
   EXPECT_EQ(s.size(), 4u * 8 * 8 * 4 * 5);
   EXPECT_FALSE(s.empty());
-  EXPECT_TRUE(propose::declares_params("x\n  // kforge: param A = 1 in {1}\n"));
-  EXPECT_FALSE(propose::declares_params("int x; // kforge: param A = 1 in {1}\n// kforge: launch k<<<1, 1>>>()"));
+  EXPECT_TRUE(build::declares_params("x\n  // kforge: param A = 1 in {1}\n"));
+  EXPECT_FALSE(build::declares_params("int x; // kforge: param A = 1 in {1}\n// kforge: launch k<<<1, 1>>>()"));
 }
 
 TEST(params, a_source_without_params_is_an_empty_space_of_one_point) {
-  const auto s = propose::parse_params("__global__ void k() {}\n// kforge: launch k<<<1, 32>>>()\n", "k.cu");
+  const auto s = build::parse_params("__global__ void k() {}\n// kforge: launch k<<<1, 32>>>()\n", "k.cu");
   EXPECT_TRUE(s.empty());
   EXPECT_EQ(s.size(), 1u);
-  EXPECT_EQ(propose::grid(s, 10), std::vector<assignment>{assignment{}});
+  EXPECT_EQ(build::grid(s, 10), std::vector<assignment>{assignment{}});
   EXPECT_TRUE(s.admits({}));
-  EXPECT_EQ(propose::instantiate("int x;\n", s, {}), "int x;\n");
+  EXPECT_EQ(build::instantiate("int x;\n", s, {}), "int x;\n");
   EXPECT_EQ(s.describe(), "no tunable parameters\n");
 }
 
@@ -131,7 +131,7 @@ TEST(params, constraint_errors_name_the_constraint) {
 TEST(params, constraints_are_c_expressions_that_short_circuit) {
   const std::vector<std::string> names = {"A", "B"};
   auto holds = [&](const std::string& text, std::int64_t a, std::int64_t b) {
-    return propose::constraint::parse(text, names).holds({{"A", a}, {"B", b}});
+    return build::constraint::parse(text, names).holds({{"A", a}, {"B", b}});
   };
   EXPECT_TRUE(holds("A * B <= 2048", 256, 8));
   EXPECT_FALSE(holds("A * B <= 2048", 512, 8));
@@ -156,22 +156,22 @@ TEST(params, constraints_are_c_expressions_that_short_circuit) {
   EXPECT_TRUE(holds("B == 0 || A / B > 1", 4, 0));
   EXPECT_FALSE(holds("B != 0 && A / B > 1", 4, 0));
   EXPECT_FALSE(holds("A * A > 0", 4'000'000'000'000, 0));
-  const auto c = propose::constraint::parse("B * A + B <= 3", names, 7);
+  const auto c = build::constraint::parse("B * A + B <= 3", names, 7);
   EXPECT_EQ(c.names(), (std::vector<std::string>{"A", "B"}));
   EXPECT_EQ(c.line(), 7);
   EXPECT_EQ(c.text(), "B * A + B <= 3");
 }
 
 TEST(params, constraints_may_name_params_declared_below_them) {
-  const auto s = propose::parse_params("// kforge: constraint A < B\n// kforge: param A = 1 in [1, 3]\n"
+  const auto s = build::parse_params("// kforge: constraint A < B\n// kforge: param A = 1 in [1, 3]\n"
                                        "// kforge: param B = 2 in [1, 3]\n",
                                        "c.cpp");
-  EXPECT_EQ(propose::grid(s, 100).size(), 3u); // (1,2) (1,3) (2,3)
+  EXPECT_EQ(build::grid(s, 100).size(), 3u); // (1,2) (1,3) (2,3)
 }
 
 TEST(params, admits_checks_names_values_and_constraints_and_says_why_not) {
-  const auto s = propose::parse_params(kernel_only, "softmax.cu");
-  const auto d = propose::defaults(s);
+  const auto s = build::parse_params(kernel_only, "softmax.cu");
+  const auto d = build::defaults(s);
   EXPECT_EQ(d, (assignment{{"BLOCK", 256}, {"ITEMS", 4}, {"VEC", 4}}));
   EXPECT_TRUE(s.admits(d));
   EXPECT_EQ(s.rejection(d), "");
@@ -194,8 +194,8 @@ TEST(params, admits_checks_names_values_and_constraints_and_says_why_not) {
 }
 
 TEST(params, instantiate_defines_params_comments_constraints_and_fills_launch_lines) {
-  const auto s = propose::parse_params(kernel_only, "softmax.cu");
-  const auto out = propose::instantiate(kernel_only, s, {{"BLOCK", 128}, {"ITEMS", 2}, {"VEC", 2}});
+  const auto s = build::parse_params(kernel_only, "softmax.cu");
+  const auto out = build::instantiate(kernel_only, s, {{"BLOCK", 128}, {"ITEMS", 2}, {"VEC", 2}});
   EXPECT_EQ(lines(out), lines(kernel_only));
   EXPECT_NE(out.find("\n#define BLOCK 128  // kforge: tuned BLOCK in {64, 128, 256, 512}\n"), std::string::npos) << out;
   EXPECT_NE(out.find("\n#define ITEMS 2  // kforge: tuned ITEMS in [1, 8]\n"), std::string::npos) << out;
@@ -207,45 +207,45 @@ TEST(params, instantiate_defines_params_comments_constraints_and_fills_launch_li
   EXPECT_NE(out.find("// kforge: workspace x.shape[0] * 128 * sizeof(KF_REAL)\n"), std::string::npos) << out;
   EXPECT_NE(out.find("  float acc[ITEMS];"), std::string::npos) << out; // code keeps its names: the #define applies
   // The result is a plain kernel-only candidate: no params, and the launch parser reads it.
-  EXPECT_FALSE(propose::declares_params(out));
-  EXPECT_TRUE(propose::parse_params(out, "softmax.cu").empty());
+  EXPECT_FALSE(build::declares_params(out));
+  EXPECT_TRUE(build::parse_params(out, "softmax.cu").empty());
   const auto plan = build::parse_launch_plan(out, "softmax.cu", KF_F32);
   ASSERT_EQ(plan.launches.size(), 1u);
   EXPECT_EQ(plan.launches[0].kernel, "softmax<128, 2>");
   EXPECT_EQ(plan.launches[0].line, 7);
   // Instantiating again changes nothing.
-  EXPECT_EQ(propose::instantiate(out, propose::parse_params(out, "softmax.cu"), {}), out);
+  EXPECT_EQ(build::instantiate(out, build::parse_params(out, "softmax.cu"), {}), out);
 }
 
 TEST(params, instantiate_is_stable_and_keeps_crlf_and_indentation) {
   const std::string src = "  // kforge: param N = 2 in {1, 2}\r\n// kforge: launch k<N><<<N, NN>>>(x.N, N)\r\nint NN;\r\n";
-  const auto s = propose::parse_params(src, "k.cu");
-  const auto a = propose::instantiate(src, s, {{"N", 1}});
+  const auto s = build::parse_params(src, "k.cu");
+  const auto a = build::instantiate(src, s, {{"N", 1}});
   EXPECT_EQ(a, "  #define N 1  // kforge: tuned N in {1, 2}\r\n// kforge: launch k<1><<<1, NN>>>(x.N, 1)\r\nint NN;\r\n");
-  EXPECT_EQ(propose::instantiate(src, s, {{"N", 1}}), a);
+  EXPECT_EQ(build::instantiate(src, s, {{"N", 1}}), a);
   // A different default with the same chosen value gives the same source (same hash).
   const std::string other = "  // kforge: param N = 1 in {1, 2}\r\n// kforge: launch k<N><<<N, NN>>>(x.N, N)\r\nint NN;\r\n";
-  EXPECT_EQ(propose::instantiate(other, propose::parse_params(other, "k.cu"), {{"N", 1}}), a);
+  EXPECT_EQ(build::instantiate(other, build::parse_params(other, "k.cu"), {{"N", 1}}), a);
   // Negative values are parenthesised, so "x - N" stays an expression.
   const std::string neg = "// kforge: param OFF = -4 in [-4, 4]\n// kforge: workspace 64 - OFF\n";
-  EXPECT_EQ(propose::instantiate(neg, propose::parse_params(neg, "k.cu"), {{"OFF", -4}}),
+  EXPECT_EQ(build::instantiate(neg, build::parse_params(neg, "k.cu"), {{"OFF", -4}}),
             "#define OFF (-4)  // kforge: tuned OFF in [-4, 4]\n// kforge: workspace 64 - (-4)\n");
 }
 
 TEST(params, instantiate_refuses_an_assignment_the_space_does_not_admit) {
-  const auto s = propose::parse_params(kernel_only, "softmax.cu");
-  auto e = error_of([&] { (void)propose::instantiate(kernel_only, s, {{"BLOCK", 512}, {"ITEMS", 8}, {"VEC", 4}}); });
+  const auto s = build::parse_params(kernel_only, "softmax.cu");
+  auto e = error_of([&] { (void)build::instantiate(kernel_only, s, {{"BLOCK", 512}, {"ITEMS", 8}, {"VEC", 4}}); });
   EXPECT_NE(e.find("cannot instantiate the candidate with BLOCK=512 ITEMS=8 VEC=4: BLOCK=512 ITEMS=8 violates "
                    "constraint 'BLOCK * ITEMS <= 2048'"),
             std::string::npos)
       << e;
-  e = error_of([&] { (void)propose::instantiate("int x;\n", s, propose::defaults(s)); });
+  e = error_of([&] { (void)build::instantiate("int x;\n", s, build::defaults(s)); });
   EXPECT_NE(e.find("parameter 'BLOCK' (line 2) is not declared in this source"), std::string::npos) << e;
 }
 
 TEST(params, every_grid_point_is_admitted_distinct_and_in_declaration_order) {
-  const auto s = propose::parse_params(kernel_only, "softmax.cu");
-  const auto all = propose::grid(s, 100000);
+  const auto s = build::parse_params(kernel_only, "softmax.cu");
+  const auto all = build::grid(s, 100000);
   // Brute force over the cartesian product: the same set, in the same order.
   std::vector<assignment> brute;
   for (auto b : s.params[0].values)
@@ -258,62 +258,62 @@ TEST(params, every_grid_point_is_admitted_distinct_and_in_declaration_order) {
   EXPECT_FALSE(all.empty());
   std::set<std::string> keys;
   for (const auto& a : all) {
-    EXPECT_TRUE(s.admits(a)) << propose::to_string(a);
-    keys.insert(propose::key(a));
+    EXPECT_TRUE(s.admits(a)) << build::to_string(a);
+    keys.insert(build::key(a));
     // Property: every admissible point instantiates to a source that declares nothing.
-    const auto src = propose::instantiate(kernel_only, s, a);
-    EXPECT_FALSE(propose::declares_params(src));
+    const auto src = build::instantiate(kernel_only, s, a);
+    EXPECT_FALSE(build::declares_params(src));
     EXPECT_EQ(lines(src), lines(kernel_only));
   }
   EXPECT_EQ(keys.size(), all.size());
   EXPECT_EQ(all.front(), (assignment{{"BLOCK", 64}, {"ITEMS", 1}, {"VEC", 1}}));
-  const auto first3 = propose::grid(s, 3);
+  const auto first3 = build::grid(s, 3);
   EXPECT_EQ(first3, std::vector<assignment>(all.begin(), all.begin() + 3));
-  EXPECT_TRUE(propose::grid(s, 0).empty());
+  EXPECT_TRUE(build::grid(s, 0).empty());
 }
 
 TEST(params, grid_prunes_a_huge_space_by_its_prefix) {
   // 65536^4 points; the first constraint fixes A and B at once, so the walk is short.
-  const auto s = propose::parse_params("// kforge: param A = 0 in [0, 65535]\n// kforge: param B = 0 in [0, 65535]\n"
+  const auto s = build::parse_params("// kforge: param A = 0 in [0, 65535]\n// kforge: param B = 0 in [0, 65535]\n"
                                        "// kforge: param C = 0 in [0, 65535]\n// kforge: param D = 0 in [0, 65535]\n"
                                        "// kforge: constraint A == 0 && B == 0\n// kforge: constraint C < 2\n",
                                        "k.cu");
   EXPECT_EQ(s.size(), std::numeric_limits<std::uint64_t>::max()); // saturated
-  const auto g = propose::grid(s, 5);
+  const auto g = build::grid(s, 5);
   ASSERT_EQ(g.size(), 5u);
   EXPECT_EQ(g[4], (assignment{{"A", 0}, {"B", 0}, {"C", 0}, {"D", 4}}));
   EXPECT_NE(s.describe().find("more than 2^64 combinations"), std::string::npos);
 }
 
 TEST(params, sample_draws_distinct_admissible_points_and_stops_when_there_are_no_more) {
-  const auto s = propose::parse_params(kernel_only, "softmax.cu");
-  const auto admissible = propose::grid(s, 100000).size();
+  const auto s = build::parse_params(kernel_only, "softmax.cu");
+  const auto admissible = build::grid(s, 100000).size();
   std::mt19937_64 rng(42);
-  const auto few = propose::sample(s, 5, rng);
+  const auto few = build::sample(s, 5, rng);
   ASSERT_EQ(few.size(), 5u);
   std::set<std::string> keys;
   for (const auto& a : few) {
     EXPECT_TRUE(s.admits(a));
-    keys.insert(propose::key(a));
+    keys.insert(build::key(a));
   }
   EXPECT_EQ(keys.size(), 5u);
   // Asking for more than there are gives all of them, once each.
-  const auto all = propose::sample(s, 100000, rng);
+  const auto all = build::sample(s, 100000, rng);
   EXPECT_EQ(all.size(), admissible);
   keys.clear();
-  for (const auto& a : all) keys.insert(propose::key(a));
+  for (const auto& a : all) keys.insert(build::key(a));
   EXPECT_EQ(keys.size(), admissible);
   // Deterministic for a seed.
   std::mt19937_64 r1(7), r2(7);
-  EXPECT_EQ(propose::sample(s, 4, r1), propose::sample(s, 4, r2));
-  EXPECT_TRUE(propose::sample(s, 0, rng).empty());
+  EXPECT_EQ(build::sample(s, 4, r1), build::sample(s, 4, r2));
+  EXPECT_TRUE(build::sample(s, 0, rng).empty());
 }
 
 TEST(params, sample_is_roughly_uniform_over_admissible_points) {
-  const auto s = propose::parse_params("// kforge: param A = 0 in [0, 9]\n// kforge: constraint A % 2 == 0\n", "k.cu");
+  const auto s = build::parse_params("// kforge: param A = 0 in [0, 9]\n// kforge: constraint A % 2 == 0\n", "k.cu");
   std::mt19937_64 rng(1);
   std::map<std::int64_t, int> counts;
-  for (int i = 0; i < 5000; ++i) ++counts[propose::sample(s, 1, rng).at(0).at("A")];
+  for (int i = 0; i < 5000; ++i) ++counts[build::sample(s, 1, rng).at(0).at("A")];
   ASSERT_EQ(counts.size(), 5u);
   for (const auto& [v, n] : counts) {
     EXPECT_EQ(v % 2, 0);
@@ -323,51 +323,51 @@ TEST(params, sample_is_roughly_uniform_over_admissible_points) {
 
 TEST(params, sample_terminates_when_constraints_reject_almost_all_of_a_large_space) {
   // 2^20 points (too many to enumerate for sampling), exactly one admissible.
-  const auto s = propose::parse_params("// kforge: param A = 7 in [0, 1023]\n// kforge: param B = 9 in [0, 1023]\n"
+  const auto s = build::parse_params("// kforge: param A = 7 in [0, 1023]\n// kforge: param B = 9 in [0, 1023]\n"
                                        "// kforge: constraint A == 7 && B == 9\n",
                                        "k.cu");
   std::mt19937_64 rng(3);
-  const auto got = propose::sample(s, 10, rng);
+  const auto got = build::sample(s, 10, rng);
   EXPECT_LE(got.size(), 1u); // rejection sampling with bounded draws: usually finds none
   for (const auto& a : got) EXPECT_TRUE(s.admits(a));
   // A large space with loose constraints fills the request.
-  const auto loose = propose::parse_params("// kforge: param A = 0 in [0, 1023]\n// kforge: param B = 0 in [0, 1023]\n"
+  const auto loose = build::parse_params("// kforge: param A = 0 in [0, 1023]\n// kforge: param B = 0 in [0, 1023]\n"
                                            "// kforge: constraint A <= B\n",
                                            "k.cu");
-  const auto many = propose::sample(loose, 50, rng);
+  const auto many = build::sample(loose, 50, rng);
   EXPECT_EQ(many.size(), 50u);
   for (const auto& a : many) EXPECT_TRUE(loose.admits(a));
 }
 
 TEST(params, neighbours_move_one_param_one_step_and_stay_admissible) {
-  const auto s = propose::parse_params(kernel_only, "softmax.cu");
-  const auto n = propose::neighbours(s, propose::defaults(s)); // BLOCK=256 ITEMS=4 VEC=4
+  const auto s = build::parse_params(kernel_only, "softmax.cu");
+  const auto n = build::neighbours(s, build::defaults(s)); // BLOCK=256 ITEMS=4 VEC=4
   std::vector<std::string> got;
-  for (const auto& a : n) got.push_back(propose::to_string(a));
+  for (const auto& a : n) got.push_back(build::to_string(a));
   EXPECT_EQ(got, (std::vector<std::string>{"BLOCK=128 ITEMS=4 VEC=4", "BLOCK=512 ITEMS=4 VEC=4", "BLOCK=256 ITEMS=3 VEC=4",
                                            "BLOCK=256 ITEMS=5 VEC=4", "BLOCK=256 ITEMS=4 VEC=2", "BLOCK=256 ITEMS=4 VEC=8"}));
   // From BLOCK=512, ITEMS=5 is over the 2048 budget, and BLOCK=128 VEC=8 breaks the divisibility.
-  const auto tight = propose::neighbours(s, {{"BLOCK", 512}, {"ITEMS", 4}, {"VEC", 4}});
-  for (const auto& a : tight) EXPECT_NE(propose::to_string(a), "BLOCK=512 ITEMS=5 VEC=4");
+  const auto tight = build::neighbours(s, {{"BLOCK", 512}, {"ITEMS", 4}, {"VEC", 4}});
+  for (const auto& a : tight) EXPECT_NE(build::to_string(a), "BLOCK=512 ITEMS=5 VEC=4");
   EXPECT_EQ(tight.size(), 4u); // BLOCK=256, ITEMS=3, VEC=2, VEC=8
   for (const auto& a : n) {
     EXPECT_TRUE(s.admits(a));
     int changed = 0;
-    for (const auto& [k, v] : a) changed += v != propose::defaults(s).at(k);
+    for (const auto& [k, v] : a) changed += v != build::defaults(s).at(k);
     EXPECT_EQ(changed, 1);
   }
   // At the ends of a value list there is only one direction.
-  const auto edge = propose::neighbours(s, {{"BLOCK", 64}, {"ITEMS", 1}, {"VEC", 1}});
+  const auto edge = build::neighbours(s, {{"BLOCK", 64}, {"ITEMS", 1}, {"VEC", 1}});
   for (const auto& a : edge) EXPECT_TRUE(a.at("BLOCK") >= 64 && a.at("ITEMS") >= 1 && a.at("VEC") >= 1);
-  EXPECT_NE(error_of([&] { (void)propose::neighbours(s, {{"BLOCK", 100}, {"ITEMS", 1}, {"VEC", 1}}); })
+  EXPECT_NE(error_of([&] { (void)build::neighbours(s, {{"BLOCK", 100}, {"ITEMS", 1}, {"VEC", 1}}); })
                 .find("BLOCK=100 is not one of {64, 128, 256, 512}"),
             std::string::npos);
 }
 
 TEST(params, to_string_and_key_are_canonical) {
   const assignment a{{"ITEMS", 4}, {"BLOCK", 128}};
-  EXPECT_EQ(propose::to_string(a), "BLOCK=128 ITEMS=4");
-  EXPECT_EQ(propose::key(a), "BLOCK=128,ITEMS=4");
-  EXPECT_EQ(propose::key({}), "");
-  EXPECT_EQ(propose::to_string({{"N", -1}}), "N=-1");
+  EXPECT_EQ(build::to_string(a), "BLOCK=128 ITEMS=4");
+  EXPECT_EQ(build::key(a), "BLOCK=128,ITEMS=4");
+  EXPECT_EQ(build::key({}), "");
+  EXPECT_EQ(build::to_string({{"N", -1}}), "N=-1");
 }
