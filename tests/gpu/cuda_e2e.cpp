@@ -32,7 +32,7 @@ TEST(cuda_backend, describes_the_device_and_times_with_events) {
 }
 
 TEST(cuda_build, nvcc_reports_resources_for_sm90a) {
-  auto a = build::compile_nvcc({.source = test::source_dir() / "problems" / "softmax" / "seed.cu"});
+  auto a = build::compile({.source = test::source_dir() / "problems" / "softmax" / "seed.cu"}, build::problem_backend::cuda);
   ASSERT_TRUE(a.ok) << a.diagnostics;
   EXPECT_NE(a.command.find("sm_90a"), std::string::npos);
   ASSERT_FALSE(a.resources.empty()) << a.diagnostics;
