@@ -6,7 +6,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/device-out}
 mkdir -p "$OUT"
-export KFORGE_SOURCE_DIR=$PWD KFORGE_WORKER=$PWD/dist/kforge-worker KFORGE_CACHE=/tmp/kforge-cache KFORGE_DB=$OUT/kforge.db
+export KFORGE_SOURCE_DIR=$PWD KFORGE_CUOBJDUMP=$PWD/third_party/cudatools/bin/cuobjdump KFORGE_WORKER=$PWD/dist/kforge-worker KFORGE_CACHE=/tmp/kforge-cache KFORGE_DB=$OUT/kforge.db
 nvidia-smi -L
 # kforge-nvrtc needs libnvrtc.so.13: found through its RUNPATH where the toolkit sits where it
 # did on the build machine, else here.
@@ -41,6 +41,11 @@ echo "=== optimize: a replayed branch search (problem softmax_small)"
 dist/kforge show run 2 | head -40
 dist/kforge export 2 --out "$OUT/export-run2" && ls "$OUT/export-run2"
 fi
+for p in ${DEVICE_PROFILE:-}; do
+  echo "=== profile $p: seed"
+  /usr/bin/time -f '%e s wall' timeout 300 dist/kforge profile problems/$p problems/$p/seed.cu --raw --json > "$OUT/$p-profile.json"
+  python3 -c "import json; j=json.load(open('$OUT/$p-profile.json')); print('ok', j['ok'], j['failure']); print(j['text'])"
+done
 for src in ${DEVICE_EXTRA:-}; do
   p=${src%%:*}; f=${src#*:}
   echo "=== problem $p: $f"

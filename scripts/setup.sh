@@ -50,6 +50,33 @@ PY
   rm -rf "$tmp"
 fi
 
+# cuobjdump and nvdisasm (static SASS evidence for kforge profile) from NVIDIA's wheels on
+# PyPI, unpacked into third_party/cudatools/bin (the toolkit here has neither).
+CUDATOOLS_VERSION=13.5.37
+if [ ! -x third_party/cudatools/bin/cuobjdump ] || [ "$(cat third_party/cudatools/VERSION 2>/dev/null)" != "$CUDATOOLS_VERSION" ]; then
+  echo "setup: fetching cuobjdump and nvdisasm $CUDATOOLS_VERSION"
+  tmp=$(mktemp -d)
+  if python3 -m pip download -q --no-deps "nvidia-cuda-cuobjdump==$CUDATOOLS_VERSION" "nvidia-cuda-nvdisasm==$CUDATOOLS_VERSION" -d "$tmp"; then
+    rm -rf third_party/cudatools && mkdir -p third_party/cudatools/bin
+    python3 - "$tmp" third_party/cudatools/bin <<'PY'
+import sys, zipfile, glob, os
+src, dest = sys.argv[1], sys.argv[2]
+for whl in glob.glob(os.path.join(src, "*.whl")):
+    with zipfile.ZipFile(whl) as z:
+        for n in z.namelist():
+            if n.endswith("/bin/cuobjdump") or n.endswith("/bin/nvdisasm"):
+                out = os.path.join(dest, os.path.basename(n))
+                with open(out, "wb") as f:
+                    f.write(z.read(n))
+                os.chmod(out, 0o755)
+PY
+    echo "$CUDATOOLS_VERSION" > third_party/cudatools/VERSION
+  else
+    echo "setup: cuobjdump/nvdisasm wheels unavailable; kforge profile will skip the SASS mix"
+  fi
+  rm -rf "$tmp"
+fi
+
 [ "${1:-}" = "--deps" ] && exit 0
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo

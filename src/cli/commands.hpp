@@ -27,5 +27,6 @@ command_fn add_show_command(CLI::App& app, global_options& g);
 command_fn add_calibrate_command(CLI::App& app, global_options& g);
 command_fn add_optimize_command(CLI::App& app, global_options& g);
 command_fn add_export_command(CLI::App& app, global_options& g);
+command_fn add_profile_command(CLI::App& app, global_options& g);
 
 } // namespace kforge::cli

@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   reg(add_calibrate_command);
   reg(add_optimize_command);
   reg(add_export_command);
+  reg(add_profile_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -51,6 +51,10 @@ public:
   /// Runs fn once and returns its duration in seconds on this backend's clock, after
   /// the work it enqueued is complete. *rc receives fn's return value.
   [[nodiscard]] virtual double time_call(const std::function<int()>& fn, int* rc) = 0;
+  /// Marks where a profiler attached to this process collects (cudaProfilerStart/Stop
+  /// under `ncu --profile-from-start off`), so the harness's own kernels stay out of a
+  /// profile. No-op on the CPU.
+  virtual void profiler_range(bool collect) { (void)collect; }
 };
 
 /// @param ordinal which device of the kind (CUDA: the device index; the CPU has one)

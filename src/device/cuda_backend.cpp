@@ -7,6 +7,7 @@
 #include "device/backend.hpp"
 #include "device/cuda_backend.hpp"
 
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
 #include <chrono>
@@ -55,6 +56,9 @@ public:
 
   std::string name() const override { return fmt::format("cuda:{}", m_ordinal); }
   std::string description() const override { return describe(m_props); }
+  void profiler_range(bool collect) override {
+    check(collect ? cudaProfilerStart() : cudaProfilerStop(), collect ? "cudaProfilerStart" : "cudaProfilerStop");
+  }
 
   void* allocate(std::size_t bytes) override {
     void* p = nullptr;

@@ -29,10 +29,10 @@ public:
     outcome current = best ? *best : seed;
     for (int round = 1; !s.stop_reason(); ++round) {
       auto ref = ref_of(current);
-      // No profiler digest is available yet (kforge profile is a later issue); the policy
-      // is kept here so that one arrives in the prompt only past profile_depth.
-      const bool profile_allowed = round > s.options().profile_depth;
-      (void)profile_allowed;
+      // Past profile_depth rounds the structure has settled: the current kernel's counters
+      // (bottleneck, stalls, coalescing) join its feedback. A profiler failure leaves the
+      // prompt with timings only.
+      if (round > s.options().profile_depth && ref.eval && current.passed()) ref.profile = s.profile_digest(current);
       auto req = prompts.implement(p, dev, ref);
       req.replay_key = fmt::format("refine/r{}/implement", round);
       auto o = propose_and_judge(s, req, "code", &current, "implement", round, std::nullopt,

@@ -4,7 +4,10 @@
 #include "core/fs.hpp"
 #include "core/hash.hpp"
 #include "device/backend.hpp"
+#include "device/calibration.hpp"
+#include "profile/digest.hpp"
 #include "search/record.hpp"
+#include "worker/profile_run.hpp"
 #include "worker/sanitize.hpp"
 
 #include <fmt/format.h>
@@ -245,6 +248,45 @@ llm::response session::ask(const std::string& role, const llm::request& req, int
   emit({{"event", "llm_call"}, {"role", role}, {"key", req.replay_key}, {"model", r.model},
         {"input_tokens", r.usage.input_tokens}, {"output_tokens", r.usage.output_tokens}});
   return r;
+}
+
+std::string session::profile_digest(const outcome& o) {
+  {
+    std::lock_guard lock(m_mu);
+    if (auto it = m_profiles.find(o.candidate_id); it != m_profiles.end()) return it->second;
+  }
+  std::string text, failure;
+  nlohmann::json dj = nlohmann::json::object();
+  if (m_problem.backend != problem::backend_kind::cuda) {
+    failure = "profiling needs a GPU problem";
+  } else {
+    const auto path = source_path(o.source);
+    auto run = m_scheduler
+                   ->submit([&](const acquire_fn& acquire) {
+                     auto lease = acquire(); // ncu replays kernels: nothing else may run on this device meanwhile
+                     return worker::profile_candidate(m_problem, path, {.device = lease.ordinal});
+                   })
+                   .get();
+    profile::device_peaks peaks;
+    if (auto c = device::load_ceilings(m_device_model)) {
+      peaks.dram_bytes_per_s = c->copy_bytes_per_s;
+      peaks.flops = c->peak_flops(m_problem.dtype);
+    }
+    if (run.ok()) {
+      const auto d = profile::digest(run.kernels, peaks, &run.sass);
+      dj = profile::to_json(d);
+      text = profile::to_text(d, &run.sass);
+    } else {
+      failure = run.failure;
+    }
+  }
+  m_db.put_profile({.candidate_id = o.candidate_id,
+                    .evaluation_id = o.evaluation_id ? std::optional<int64_t>(o.evaluation_id) : std::nullopt,
+                    .device = m_device_model, .ok = failure.empty(), .failure = failure, .digest_json = dj.dump(),
+                    .digest_text = text});
+  emit({{"event", "profile"}, {"candidate_id", o.candidate_id}, {"ok", failure.empty()}, {"failure", failure}});
+  std::lock_guard lock(m_mu);
+  return m_profiles[o.candidate_id] = text;
 }
 
 int64_t session::put_idea(int round, const std::string& title, const std::string& body,

@@ -103,6 +103,12 @@ public:
   /// from the database. @throws llm::error (including kind budget).
   llm::response ask(const std::string& role, const llm::request& req, int64_t* call_id = nullptr);
 
+  /// The profile digest of an outcome's candidate, for a prompt: one call under Nsight
+  /// Compute on a device lane, stored (profiles table) and cached per candidate. "" when
+  /// it cannot be had (a CPU problem, no ncu, no permission for counters): the reason is
+  /// recorded and emitted, and the search goes on with timings only.
+  std::string profile_digest(const outcome& o);
+
   /// Records an idea (resume: the same idea of the same round is found, not added again).
   int64_t put_idea(int round, const std::string& title, const std::string& body, std::optional<int64_t> call_id);
   /// Records a proposal's fate ("ok", "malformed", "llm_error").
@@ -152,6 +158,7 @@ private:
   std::map<std::string, std::deque<store::llm_call_record>> m_prior_calls;  // by replay_key
   std::map<std::pair<int, std::string>, std::deque<int64_t>> m_prior_ideas; // (round, title) -> id
   std::vector<store::proposal_record> m_prior_proposals;
+  std::map<int64_t, std::string> m_profiles; // candidate id -> digest text ("" when it failed)
 };
 
 } // namespace kforge::search

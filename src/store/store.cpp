@@ -24,7 +24,7 @@ namespace {
 // ---------------------------------------------------------------------------------
 #define KFORGE_NOW "(strftime('%Y-%m-%dT%H:%M:%fZ','now'))"
 
-constexpr std::array<std::string_view, 3> migrations{
+constexpr std::array<std::string_view, 4> migrations{
     // 1: the initial schema.
     R"sql(
 CREATE TABLE problems (
@@ -194,6 +194,21 @@ CREATE TABLE proposals (
   created_at          TEXT NOT NULL DEFAULT )sql" KFORGE_NOW R"sql(
 );
 CREATE INDEX proposals_run ON proposals(run_id);
+)sql",
+    // 4: profiles (kforge profile, and the digests a search put in its prompts).
+    R"sql(
+CREATE TABLE profiles (
+  id            INTEGER PRIMARY KEY,
+  candidate_id  INTEGER NOT NULL REFERENCES candidates(id),
+  evaluation_id INTEGER REFERENCES evaluations(id),
+  device        TEXT NOT NULL,
+  ok            INTEGER NOT NULL CHECK (ok IN (0, 1)),
+  failure       TEXT NOT NULL,
+  digest_json   TEXT NOT NULL,
+  digest_text   TEXT NOT NULL,
+  created_at    TEXT NOT NULL DEFAULT )sql" KFORGE_NOW R"sql(
+);
+CREATE INDEX profiles_candidate ON profiles(candidate_id);
 )sql",
 };
 
@@ -585,6 +600,28 @@ std::vector<evaluation_summary> store::list_evaluations(const std::string& probl
     out.push_back(std::move(r));
   }
   return out;
+}
+
+int64_t store::put_profile(const profile_record& r) {
+  statement s(m_db, m_path,
+              "INSERT INTO profiles (candidate_id, evaluation_id, device, ok, failure, digest_json, digest_text) "
+              "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id");
+  s.bind(r.candidate_id).bind(r.evaluation_id).bind(r.device).bind(r.ok).bind(r.failure).bind(r.digest_json);
+  s.bind(r.digest_text);
+  if (!s.step()) fail(m_db, m_path, "inserting profile");
+  int64_t id = s.i64(0);
+  s.run();
+  return id;
+}
+
+std::optional<profile_record> store::latest_profile(int64_t candidate_id) const {
+  statement s(m_db, m_path,
+              "SELECT id, candidate_id, evaluation_id, device, ok, failure, digest_json, digest_text, created_at "
+              "FROM profiles WHERE candidate_id = ? ORDER BY id DESC LIMIT 1");
+  s.bind(candidate_id);
+  if (!s.step()) return std::nullopt;
+  return profile_record{s.i64(0), s.i64(1), s.opt_i64(2), s.text(3), s.i32(4) != 0, s.text(5), s.text(6), s.text(7),
+                        s.text(8)};
 }
 
 void store::set_evaluation_status(int64_t evaluation_id, const std::string& status, const std::string& message) {

@@ -157,6 +157,19 @@ struct proposal_record {
   std::string created_at;
 };
 
+/// A profile of a candidate (kforge profile): the digest, or why there is none.
+struct profile_record {
+  int64_t id = 0;
+  int64_t candidate_id = 0;
+  std::optional<int64_t> evaluation_id; // the evaluation it explains, when there is one
+  std::string device;
+  bool ok = false;
+  std::string failure;          // why there are no counters, when !ok
+  std::string digest_json = "{}";
+  std::string digest_text;      // what a prompt quotes
+  std::string created_at;
+};
+
 /// A listed evaluation with the names a table needs.
 struct evaluation_summary {
   int64_t id = 0;
@@ -179,7 +192,7 @@ public:
   store& operator=(const store&) = delete;
 
   [[nodiscard]] int schema_version() const;
-  static constexpr int latest_schema_version = 3;
+  static constexpr int latest_schema_version = 4;
 
   /// Idempotent on (name, spec_hash). @return the problem id.
   int64_t put_problem(const problem_record& p);
@@ -221,6 +234,8 @@ public:
   int64_t put_llm_call(const llm_call_record& c);
   [[nodiscard]] std::vector<llm_call_record> llm_calls_of(int64_t run_id) const;
   [[nodiscard]] llm_totals llm_totals_of(int64_t run_id) const;
+  int64_t put_profile(const profile_record& r);
+  [[nodiscard]] std::optional<profile_record> latest_profile(int64_t candidate_id) const;
   int64_t put_proposal(const proposal_record& p);
   [[nodiscard]] std::vector<proposal_record> proposals_of(int64_t run_id) const;
 

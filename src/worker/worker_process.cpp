@@ -267,6 +267,35 @@ int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json
   return 0;
 }
 
+// One call of the candidate on one trial's inputs, inside the profiler's collection range
+// (after a warm-up call outside it), for `kforge profile` under ncu.
+int run_profile(channel_writer& ch, const problem::problem& p, const nlohmann::json& job, device::backend& dev) {
+  auto cand = load_kernel(job["libraries"]["candidate"], p);
+  if (auto* e = std::get_if<std::string>(&cand)) {
+    ch.send({{"type", "error"}, {"reason", "load_failed"}, {"message", *e}});
+    return 0;
+  }
+  auto& k = std::get<kernel_library>(cand);
+  const auto& tj = job["trials"].at(0);
+  eval::tensor_set ts(dev, p, eval::precision::nominal, 7, false);
+  ts.upload_inputs(eval::make_trial_inputs(p, tj["case"], tj["seed"], eval::precision::nominal));
+  ts.set_workspace(workspace_size(k, ts), 9);
+  for (int call = 0; call < 2; ++call) {
+    ts.poison(0xFF);
+    dev.synchronize();
+    if (call == 1) dev.profiler_range(true);
+    const int rc = k.forward(&ts.args());
+    dev.synchronize();
+    if (call == 1) dev.profiler_range(false);
+    if (rc != 0) {
+      ch.send({{"type", "error"}, {"reason", "returned_error"}, {"message", returned_message(k, rc)}});
+      return 0;
+    }
+  }
+  ch.send({{"type", "profiled"}});
+  return 0;
+}
+
 int run_calibrate(channel_writer& ch, const nlohmann::json& job) {
   const std::string path = job["libraries"]["calibrate"];
   void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -319,6 +348,7 @@ int worker_process_main() {
     if (role == "oracle") rc = run_oracle(ch, p, job, *dev);
     else if (role == "verify") rc = run_verify(ch, p, job, *dev);
     else if (role == "time") rc = run_time(ch, p, job, *dev);
+    else if (role == "profile") rc = run_profile(ch, p, job, *dev);
     else KFORGE_THROW(internal, "unknown worker role '{}'", role);
     ch.send({{"type", "done"}});
     return rc;

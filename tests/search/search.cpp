@@ -217,6 +217,7 @@ TEST_F(search_test, refine_feeds_failures_back_and_keeps_one_lineage) {
   opts.patience = 0;
   opts.max_fixes = 2;
   opts.tune_budget = 1;
+  opts.profile_depth = 1; // round 2 asks for a profile of round 1's kernel
   search::session s(db, gelu, opts, sink(), search::make_llm_gateway(db, cfg, {}, 5));
   auto st = search::make_strategy("refine");
   search::run_search(s, *st);
@@ -232,6 +233,12 @@ TEST_F(search_test, refine_feeds_failures_back_and_keeps_one_lineage) {
   auto rows = db.run_evaluations(s.run_id());
   EXPECT_EQ(rows[2].parent_id, rows[1].candidate_id);
   EXPECT_EQ(db.llm_calls_of(s.run_id()).size(), 5u);
+  // Past profile_depth the current kernel's profile is asked for; on the CPU there is none,
+  // and the reason is recorded while the search goes on with timings.
+  auto prof = db.latest_profile(rows[2].candidate_id);
+  ASSERT_TRUE(prof);
+  EXPECT_FALSE(prof->ok);
+  EXPECT_NE(prof->failure.find("GPU problem"), std::string::npos) << prof->failure;
 }
 
 TEST_F(search_test, the_token_budget_ends_a_run_cleanly) {

@@ -570,8 +570,8 @@ TEST_F(StoreTest, ResourceReportRoundTripsAndVersion1Migrates) {
   // Make the file a version-1 database (no resources column), then reopen: it migrates
   // forward and the old build reads back with an empty report.
   raw_query(db_path(), "ALTER TABLE builds DROP COLUMN resources_json");
-  for (const char* t : {"proposals", "run_evaluations", "ideas", "llm_calls", "runs"})
-    raw_query(db_path(), std::string("DROP TABLE ") + t); // version 3's tables
+  for (const char* t : {"profiles", "proposals", "run_evaluations", "ideas", "llm_calls", "runs"})
+    raw_query(db_path(), std::string("DROP TABLE ") + t); // versions 3 and 4
   raw_query(db_path(), "ALTER TABLE evaluations DROP COLUMN device_index");
   raw_query(db_path(), "ALTER TABLE evaluations DROP COLUMN device");
   raw_query(db_path(), "PRAGMA user_version = 1");
