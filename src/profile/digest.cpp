@@ -187,8 +187,13 @@ kernel_digest digest_kernel(const kernel_metrics& k, const device_peaks& peaks, 
     if (mem_side || d.sm_pct) {
       const std::string m = mem_side ? pct(*mem_side) : "n/a";
       const std::string c = d.sm_pct ? pct(*d.sm_pct) : "n/a";
-      if (d.bound == "memory")
+      if (d.bound == "memory") {
         d.evidence.push_back(fmt::format("memory units {} of peak vs compute {}", m, c));
+        // Busy memory units with idle DRAM and L2: the pressure is on L1 and shared memory.
+        if (mem_side && d.dram_pct && d.l2_pct && *d.dram_pct < 30 && *d.l2_pct < 30)
+          d.evidence.push_back(fmt::format("DRAM {} and L2 {}: the busy unit is L1/shared memory (LSU/MIO), not DRAM",
+                                           pct(*d.dram_pct), pct(*d.l2_pct)));
+      }
       else if (d.bound == "compute")
         d.evidence.push_back(fmt::format("compute (SM) {} of peak vs memory {}", c, m));
       else

@@ -136,7 +136,12 @@ std::string base_name(std::string_view name) {
     else if (s[i] == ' ' && depth == 0) cut = i;
   }
   if (cut != std::string_view::npos) s = s.substr(cut + 1);
-  return std::string(s);
+  // ncu spells the anonymous namespace "<unnamed>", the demangler "(anonymous namespace)".
+  std::string out(s);
+  for (const std::string_view anon : {"(anonymous namespace)::", "<unnamed>::"})
+    for (auto pos = out.find(anon); pos != std::string::npos; pos = out.find(anon))
+      out.erase(pos, anon.size());
+  return out;
 }
 
 std::vector<sass_function> parse_sass(std::string_view text) {

@@ -125,3 +125,8 @@ TEST(profile_sass, summary_and_json) {
   EXPECT_EQ(j["vectorized_loads"], true);
   EXPECT_EQ(j["demangled"], "softmax_rows(float const*, float*, int, int)");
 }
+
+TEST(sass_names, ncu_and_the_demangler_spell_the_anonymous_namespace_differently) {
+  EXPECT_EQ(kforge::profile::base_name("<unnamed>::softmax_rows(const float *, float *, long)"), "softmax_rows");
+  EXPECT_EQ(kforge::profile::base_name("(anonymous namespace)::softmax_rows(float const*, float*, long)"), "softmax_rows");
+}
