@@ -16,6 +16,7 @@ command_fn add_eval_command(CLI::App& app, global_options& g) {
     int trials = 0;
     double budget = 0, timeout = 0;
     bool no_time = false, sanitize = false;
+    std::string hypothesis, predict;
   };
   auto o = std::make_shared<opts_t>();
   sub->add_option("problem", o->problem, "Problem directory (holding problem.toml)")->required();
@@ -26,6 +27,8 @@ command_fn add_eval_command(CLI::App& app, global_options& g) {
   sub->add_option("--time-budget", o->budget, "Seconds of timing (default: the problem's)");
   sub->add_option("--timeout", o->timeout, "Watchdog seconds per worker (default: the problem's)");
   sub->add_flag("--no-time", o->no_time, "Verify only");
+  sub->add_option("--hypothesis", o->hypothesis, "What this candidate tests, for the experiment log (kforge log)");
+  sub->add_option("--predict", o->predict, "The time you expect, e.g. 0.8ms, 120us or 0.0008 (seconds)");
   sub->add_flag("--sanitize", o->sanitize,
                 "After verification passes, run compute-sanitizer (memcheck, racecheck, initcheck, synccheck) at the "
                 "problem's [sanitize] shapes; any error fails the candidate (CUDA problems)");
@@ -40,7 +43,9 @@ command_fn add_eval_command(CLI::App& app, global_options& g) {
     eo.time_budget_s = o->budget;
     eo.timeout_s = o->timeout;
     eo.sanitize = o->sanitize;
-    auto r = search::evaluate_and_record(db, p, o->candidate, {.origin = "file"}, eo);
+    search::provenance from{.origin = "file", .hypothesis = o->hypothesis};
+    if (!o->predict.empty()) from.predicted_s = parse_seconds(o->predict);
+    auto r = search::evaluate_and_record(db, p, o->candidate, from, eo);
     if (g.json) std::cout << r.json.dump(2) << "\n";
     else std::cout << format_evaluation(r.result, p, r.evaluation_id, o->candidate);
     return r.result.passed() ? exit_ok : exit_failed;

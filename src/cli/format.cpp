@@ -1,10 +1,27 @@
 #include "cli/format.hpp"
+#include "core/error.hpp"
 
 #include <fmt/format.h>
 
 #include <cmath>
 
 namespace kforge::cli {
+
+double parse_seconds(const std::string& text) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    KFORGE_THROW(usage, "'{}' is not a time: write 0.8ms, 120us, 35ns, 1.5s or seconds", text);
+  }
+  const std::string unit = text.substr(used);
+  if (unit.empty() || unit == "s") return v;
+  if (unit == "ms") return v * 1e-3;
+  if (unit == "us") return v * 1e-6;
+  if (unit == "ns") return v * 1e-9;
+  KFORGE_THROW(usage, "'{}': unknown unit '{}'; use s, ms, us or ns", text, unit);
+}
 
 std::string format_seconds(double s) {
   if (!(s > 0)) return "-";

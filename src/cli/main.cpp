@@ -37,6 +37,8 @@ int main(int argc, char** argv) {
   reg(add_optimize_command);
   reg(add_export_command);
   reg(add_profile_command);
+  reg(add_log_command);
+  reg(add_mcp_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -59,6 +59,8 @@ recorded_evaluation evaluate_and_record(store::store& db, const problem::problem
   r.candidate_id = db.put_candidate(pid, source, from.origin,
                                     from.label.empty() ? candidate.filename().string() : from.label, from.parent_id);
   r.evaluation_id = db.begin_evaluation(r.candidate_id, std::nullopt, evaluation_config(p, candidate, opts).dump());
+  if (!from.hypothesis.empty() || from.predicted_s) db.set_experiment(r.evaluation_id, from.hypothesis, from.predicted_s);
+  const auto best_before = db.best_median(pid);
   opts.observer.on_build = [&, user = opts.observer.on_build](const worker::role_build& b) {
     db.put_build({.candidate_id = r.candidate_id, .role = b.role, .compiler = b.artifact.compiler,
                   .flags = b.artifact.command, .cache_key = b.artifact.cache_key, .ok = b.artifact.ok,
@@ -91,8 +93,15 @@ recorded_evaluation evaluate_and_record(store::store& db, const problem::problem
                          {"path", std::filesystem::absolute(given).string()},
                          {"hash", sha256_hex(source)},
                          {"origin", from.origin}};
+  // Kept: it beat every passing candidate of this problem before it (the log's "keep or revert").
+  const auto* t = r.result.timing("candidate");
+  const bool kept = r.result.passed() && t && (!best_before || t->median_s < *best_before);
+  r.json["kept"] = kept;
+  if (!from.hypothesis.empty()) r.json["hypothesis"] = from.hypothesis;
+  if (from.predicted_s) r.json["predicted_s"] = *from.predicted_s;
   db.finish_evaluation(r.evaluation_id, r.result.status, r.result.message, r.json.dump(), r.result.device_index,
                        r.result.device);
+  if (kept) db.set_kept(r.evaluation_id, true);
   return r;
 }
 

@@ -25,6 +25,8 @@ struct provenance {
   std::string origin = "file";       // "file", "seed", "reference", "llm", "tuner", "control:NAME", ...
   std::string label;                 // empty: the file name
   std::optional<int64_t> parent_id;  // the candidate it was derived from
+  std::string hypothesis;            // what this experiment tests (the experiment log)
+  std::optional<double> predicted_s; // the time predicted for it
 };
 
 /// The problem's row (inserted on first use): name + hash of problem.toml and the reference.

@@ -5,6 +5,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <array>
 #include <string_view>
 #include <thread>
@@ -24,7 +25,7 @@ namespace {
 // ---------------------------------------------------------------------------------
 #define KFORGE_NOW "(strftime('%Y-%m-%dT%H:%M:%fZ','now'))"
 
-constexpr std::array<std::string_view, 4> migrations{
+constexpr std::array<std::string_view, 5> migrations{
     // 1: the initial schema.
     R"sql(
 CREATE TABLE problems (
@@ -209,6 +210,13 @@ CREATE TABLE profiles (
   created_at    TEXT NOT NULL DEFAULT )sql" KFORGE_NOW R"sql(
 );
 CREATE INDEX profiles_candidate ON profiles(candidate_id);
+)sql",
+    // 5: the experiment log: what an evaluation set out to test, what was predicted, and
+    // whether its candidate was kept (became the problem's best when it finished).
+    R"sql(
+ALTER TABLE evaluations ADD COLUMN hypothesis TEXT NOT NULL DEFAULT '';
+ALTER TABLE evaluations ADD COLUMN predicted_s REAL;
+ALTER TABLE evaluations ADD COLUMN kept INTEGER NOT NULL DEFAULT 0;
 )sql",
 };
 
@@ -622,6 +630,61 @@ std::optional<profile_record> store::latest_profile(int64_t candidate_id) const 
   if (!s.step()) return std::nullopt;
   return profile_record{s.i64(0), s.i64(1), s.opt_i64(2), s.text(3), s.i32(4) != 0, s.text(5), s.text(6), s.text(7),
                         s.text(8)};
+}
+
+void store::set_experiment(int64_t evaluation_id, const std::string& hypothesis, std::optional<double> predicted_s) {
+  statement s(m_db, m_path, "UPDATE evaluations SET hypothesis = ?, predicted_s = ? WHERE id = ?");
+  s.bind(hypothesis).bind(predicted_s).bind(evaluation_id);
+  s.run();
+}
+
+void store::set_kept(int64_t evaluation_id, bool kept) {
+  statement s(m_db, m_path, "UPDATE evaluations SET kept = ? WHERE id = ?");
+  s.bind(kept).bind(evaluation_id);
+  s.run();
+}
+
+std::optional<double> store::best_median(int64_t problem_id) const {
+  statement s(m_db, m_path,
+              "SELECT MIN(t.median_s) FROM timings t JOIN evaluations e ON e.id = t.evaluation_id "
+              "JOIN candidates c ON c.id = e.candidate_id WHERE c.problem_id = ? AND e.status = 'passed' "
+              "AND t.subject = 'candidate'");
+  s.bind(problem_id);
+  if (!s.step()) return std::nullopt;
+  return s.opt_f64(0);
+}
+
+std::vector<experiment_row> store::experiment_log(const std::string& problem, int limit) const {
+  statement s(m_db, m_path,
+              "SELECT e.id, p.name, c.id, c.label, c.origin, e.status, e.message, e.hypothesis, e.predicted_s, e.kept, "
+              "  (SELECT t.median_s FROM timings t WHERE t.evaluation_id = e.id AND t.subject = 'candidate' "
+              "   ORDER BY t.id LIMIT 1), "
+              "  (SELECT t.median_s FROM timings t WHERE t.evaluation_id = e.id AND t.subject = 'reference' "
+              "   ORDER BY t.id LIMIT 1), e.started_at "
+              "FROM evaluations e JOIN candidates c ON c.id = e.candidate_id JOIN problems p ON p.id = c.problem_id "
+              "WHERE (?1 = '' OR p.name = ?1) AND c.origin NOT LIKE 'control:%' "
+              "ORDER BY e.id DESC LIMIT ?2");
+  s.bind(problem).bind(limit > 0 ? limit : -1);
+  std::vector<experiment_row> out;
+  while (s.step()) {
+    experiment_row r;
+    r.evaluation_id = s.i64(0);
+    r.problem = s.text(1);
+    r.candidate_id = s.i64(2);
+    r.label = s.text(3);
+    r.origin = s.text(4);
+    r.status = s.text(5);
+    r.message = s.text(6);
+    r.hypothesis = s.text(7);
+    r.predicted_s = s.opt_f64(8);
+    r.kept = s.i32(9) != 0;
+    r.median_s = s.opt_f64(10);
+    r.reference_median_s = s.opt_f64(11);
+    r.started_at = s.text(12);
+    out.push_back(std::move(r));
+  }
+  std::reverse(out.begin(), out.end()); // oldest first, as a log reads
+  return out;
 }
 
 void store::set_evaluation_status(int64_t evaluation_id, const std::string& status, const std::string& message) {

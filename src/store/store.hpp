@@ -170,6 +170,19 @@ struct profile_record {
   std::string created_at;
 };
 
+/// One line of the experiment log (kforge log): an evaluation with what it set out to test.
+struct experiment_row {
+  int64_t evaluation_id = 0;
+  std::string problem;
+  int64_t candidate_id = 0;
+  std::string label, origin, status, message;
+  std::string hypothesis;            // empty when none was given
+  std::optional<double> predicted_s; // the time the experimenter predicted
+  bool kept = false;                 // it became the problem's best when it finished
+  std::optional<double> median_s, reference_median_s;
+  std::string started_at;
+};
+
 /// A listed evaluation with the names a table needs.
 struct evaluation_summary {
   int64_t id = 0;
@@ -192,7 +205,7 @@ public:
   store& operator=(const store&) = delete;
 
   [[nodiscard]] int schema_version() const;
-  static constexpr int latest_schema_version = 4;
+  static constexpr int latest_schema_version = 5;
 
   /// Idempotent on (name, spec_hash). @return the problem id.
   int64_t put_problem(const problem_record& p);
@@ -209,6 +222,14 @@ public:
   void put_timing(int64_t evaluation_id, const timing_record& t);
   void finish_evaluation(int64_t evaluation_id, const std::string& status, const std::string& message,
                          const std::string& summary_json, int device_index = -1, const std::string& device = "");
+  /// The experiment log's fields of an evaluation.
+  void set_experiment(int64_t evaluation_id, const std::string& hypothesis, std::optional<double> predicted_s);
+  void set_kept(int64_t evaluation_id, bool kept);
+  /// The fastest passing candidate median of a problem so far.
+  [[nodiscard]] std::optional<double> best_median(int64_t problem_id) const;
+  /// Oldest first; `problem` filters by name when non-empty; controls are left out; the
+  /// newest `limit` rows (<= 0: all).
+  [[nodiscard]] std::vector<experiment_row> experiment_log(const std::string& problem = "", int limit = 0) const;
   /// Overrides a finished evaluation's verdict (a check that ran after it, e.g. compute-sanitizer on a new best).
   void set_evaluation_status(int64_t evaluation_id, const std::string& status, const std::string& message);
   /// The latest finished evaluation of this candidate on this device model whose

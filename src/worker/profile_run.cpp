@@ -75,7 +75,13 @@ std::vector<profile::sass_function> static_sass(const fs::path& library, std::st
   std::error_code ec;
   if (!std::getenv("NVDISASM_PATH") && fs::is_regular_file(tool.parent_path() / "nvdisasm", ec))
     ::setenv("NVDISASM_PATH", tool.parent_path().c_str(), 0);
-  auto r = run_command({tool.string(), "-sass", library.string()}, 120.0, 8 << 20);
+  command_result r;
+  try {
+    r = run_command({tool.string(), "-sass", library.string()}, 120.0, 8 << 20);
+  } catch (const std::exception& e) {
+    if (note) *note = fmt::format("cannot run {}: {}", tool.string(), e.what());
+    return {};
+  }
   auto fns = profile::parse_sass(r.output);
   if (fns.empty() && note)
     *note = fmt::format("cuobjdump -sass gave no functions (exit {}): {}", r.exit_code, r.output.substr(0, 300));

@@ -41,7 +41,7 @@ std::string problem(const std::string& name) { return (test::problems_dir() / na
 } // namespace
 
 TEST(cli, help_on_every_command) {
-  for (auto cmd : {"check", "eval", "show"}) {
+  for (auto cmd : {"check", "eval", "show", "optimize", "profile", "export", "log", "calibrate"}) {
     auto r = kforge_run({cmd, "--help"});
     EXPECT_EQ(r.code, 0) << cmd;
     EXPECT_NE(r.out.find("--json"), std::string::npos) << cmd;
@@ -245,4 +245,32 @@ TEST(cli, a_killed_run_keeps_what_it_finished) {
   auto rows = s.list_evaluations();
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].status, "running"); // interrupted, visible, nothing before it lost
+}
+
+TEST(cli, the_experiment_log_keeps_hypotheses_predictions_and_what_was_kept) {
+  test::temp_dir d;
+  const auto db = (d / "k.db").string();
+  const auto zeros = d / "zeros.cpp";
+  write_file_atomic(zeros, "#include <kforge/kernel.h>\n#include <cstring>\nKF_EXPORT int kf_forward(const kf_args* a) {\n"
+                           "  std::memset(a->outputs[0].data, 0, 4u * 1024 * 1024);\n  return 0;\n}\n");
+  auto bad = kforge_run({"--db", db, "eval", problem("gelu"), zeros.string(), "--hypothesis", "skip the math entirely",
+                         "--predict", "50us", "--time-budget", "0.2", "--trials", "1"});
+  EXPECT_EQ(bad.code, 1) << bad.out;
+  auto good = kforge_run({"--db", db, "eval", problem("gelu"), problem("gelu") + "/seed.cpp", "--hypothesis",
+                          "the seed as written", "--predict", "20ms", "--time-budget", "0.2", "--trials", "1"});
+  EXPECT_EQ(good.code, 0) << good.out;
+  auto log = kforge_run({"--db", db, "log", "gelu", "--json"});
+  ASSERT_EQ(log.code, 0) << log.out;
+  auto j = json_of(log.out);
+  EXPECT_EQ(j["schema"], "kforge.log/1");
+  ASSERT_EQ(j["entries"].size(), 2u);
+  EXPECT_EQ(j["entries"][0]["hypothesis"], "skip the math entirely");
+  EXPECT_NEAR(j["entries"][0]["predicted_s"].get<double>(), 50e-6, 1e-12);
+  EXPECT_FALSE(j["entries"][0]["kept"].get<bool>());
+  EXPECT_NE(j["entries"][0]["status"], "passed");
+  EXPECT_TRUE(j["entries"][1]["kept"].get<bool>()) << "the first passing candidate is the best so far";
+  auto table = kforge_run({"--db", db, "log"});
+  EXPECT_NE(table.out.find("the seed as written"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("kept"), std::string::npos);
+  EXPECT_EQ(kforge_run({"--db", db, "eval", problem("gelu"), zeros.string(), "--predict", "fast"}).code, 2);
 }

@@ -574,6 +574,8 @@ TEST_F(StoreTest, ResourceReportRoundTripsAndVersion1Migrates) {
     raw_query(db_path(), std::string("DROP TABLE ") + t); // versions 3 and 4
   raw_query(db_path(), "ALTER TABLE evaluations DROP COLUMN device_index");
   raw_query(db_path(), "ALTER TABLE evaluations DROP COLUMN device");
+  for (const char* c : {"hypothesis", "predicted_s", "kept"}) // version 5
+    raw_query(db_path(), std::string("ALTER TABLE evaluations DROP COLUMN ") + c);
   raw_query(db_path(), "PRAGMA user_version = 1");
   store db(db_path());
   EXPECT_EQ(db.schema_version(), store::latest_schema_version);
