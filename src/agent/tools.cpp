@@ -459,42 +459,13 @@ tool profile_tool(const std::filesystem::path& db_path) {
     const auto label = c.label.empty() ? c.path.filename().string() : c.label;
     const auto cid = db.put_candidate(problem_row(db, p), c.source, "agent", label);
     auto run = worker::profile_candidate(p, c.path, {});
-    std::string device;
-    profile::device_peaks peaks;
-    if (p.backend == problem::backend_kind::cuda) {
-      try {
-        device = device::describe_device(p.backend, 0);
-        if (auto ceil = device::load_ceilings(device::device_model(p.backend, 0))) {
-          peaks.dram_bytes_per_s = ceil->copy_bytes_per_s;
-          peaks.flops = ceil->peak_flops(p.dtype);
-        }
-      } catch (const kforge::error&) {
-        // no GPU here: run.failure says so
-      }
-    }
-    json sass = json::array();
-    for (const auto& f : run.sass) sass.push_back(profile::to_json(f));
-    json j{{"schema", "kforge.profile/1"},
-           {"problem", p.name},
-           {"candidate", {{"id", cid}, {"path", std::filesystem::absolute(c.path).string()}, {"hash", sha256_hex(c.source)}}},
-           {"device", device},
-           {"ok", run.ok()},
-           {"failure", run.failure},
-           {"wall_s", run.wall_s},
-           {"static", {{"sass", sass}, {"note", run.sass_note}, {"resources", run.resources},
-                       {"summary", run.sass.empty() ? std::string() : profile::summarize(run.sass)}}}};
-    std::string text;
-    if (run.ok()) {
-      const auto d = profile::digest(run.kernels, peaks, &run.sass);
-      j["digest"] = profile::to_json(d);
-      text = profile::to_text(d, &run.sass);
-    } else {
-      j["digest"] = nullptr;
-      text = "no profile: " + run.failure;
-      if (!run.sass.empty()) text += "\n" + profile::summarize(run.sass);
+    json j = worker::profile_document(p, run);
+    j["candidate"] = {{"id", cid}, {"path", std::filesystem::absolute(c.path).string()}, {"hash", sha256_hex(c.source)}};
+    const std::string device = j["device"];
+    std::string text = j["text"];
+    if (!run.ok())
       text += p.backend == problem::backend_kind::cpu ? "\n(kforge profiles CUDA problems only; use evaluate's timing here)"
                                                       : "\n(timing from evaluate still works without counters)";
-    }
     j["text"] = text;
     db.put_profile({.candidate_id = cid, .device = device, .ok = run.ok(), .failure = run.failure,
                     .digest_json = j["digest"].dump(), .digest_text = text});

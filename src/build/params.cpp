@@ -25,11 +25,6 @@ struct directive_error {
 bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
 bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
-std::string_view trim(std::string_view s) {
-  const auto b = s.find_first_not_of(" \t\r");
-  if (b == std::string_view::npos) return {};
-  return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
-}
 
 // `// kforge: VERB REST` at the start of a line (indentation allowed), as launch_plan reads it.
 struct directive {

@@ -4,9 +4,6 @@
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "core/hash.hpp"
-#include "device/backend.hpp"
-#include "device/calibration.hpp"
-#include "profile/digest.hpp"
 #include "search/record.hpp"
 #include "worker/profile_run.hpp"
 
@@ -36,42 +33,10 @@ command_fn add_profile_command(CLI::App& app, global_options& g) {
     const auto cid = db.put_candidate(pid, source, "file", std::filesystem::path(o->candidate).filename().string());
     auto run = worker::profile_candidate(p, o->candidate, {.device = o->device});
 
-    std::string device;
-    profile::device_peaks peaks;
-    if (p.backend == problem::backend_kind::cuda) {
-      try {
-        device = device::describe_device(p.backend, o->device);
-        if (auto c = device::load_ceilings(device::device_model(p.backend, o->device))) {
-          peaks.dram_bytes_per_s = c->copy_bytes_per_s;
-          peaks.flops = c->peak_flops(p.dtype);
-        }
-      } catch (const kforge::error&) {
-        // no GPU here: the failure below says so
-      }
-    }
-    nlohmann::json j{{"schema", "kforge.profile/1"}, {"problem", p.name},
-                     {"candidate", {{"id", cid}, {"path", std::filesystem::absolute(o->candidate).string()},
-                                    {"hash", sha256_hex(source)}}},
-                     {"device", device},
-                     {"ok", run.ok()},
-                     {"failure", run.failure},
-                     {"command", run.command},
-                     {"wall_s", run.wall_s}};
-    nlohmann::json sass = nlohmann::json::array();
-    for (auto& f : run.sass) sass.push_back(profile::to_json(f));
-    j["static"] = {{"sass", sass}, {"note", run.sass_note}, {"resources", run.resources},
-                   {"summary", run.sass.empty() ? std::string() : profile::summarize(run.sass)}};
-    std::string text;
-    if (run.ok()) {
-      const auto d = profile::digest(run.kernels, peaks, &run.sass);
-      j["digest"] = profile::to_json(d);
-      text = profile::to_text(d, &run.sass);
-    } else {
-      j["digest"] = nullptr;
-      text = "no profile: " + run.failure;
-      if (!run.sass.empty()) text += "\n" + profile::summarize(run.sass);
-    }
-    j["text"] = text;
+    auto j = worker::profile_document(p, run, o->device);
+    j["candidate"] = {{"id", cid}, {"path", std::filesystem::absolute(o->candidate).string()}, {"hash", sha256_hex(source)}};
+    const std::string device = j["device"];
+    const std::string text = j["text"];
     if (o->raw) j["raw_csv"] = run.log;
     db.put_profile({.candidate_id = cid, .device = device, .ok = run.ok(), .failure = run.failure,
                     .digest_json = j["digest"].dump(), .digest_text = text});

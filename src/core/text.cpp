@@ -1,9 +1,17 @@
 #include "core/text.hpp"
 
+#include <cctype>
+
 #include <algorithm>
 #include <vector>
 
 namespace kforge {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {
   const std::size_t w = b.size() + 1;

@@ -37,13 +37,7 @@ constexpr std::string_view k_known = "normal, uniform, offset, log_uniform, logi
 // Integers beyond 2^53 are not exact in a double; int_range keeps its bounds inside.
 constexpr double k_max_exact_int = 9007199254740992.0;
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
-}
 
 bool is_ident_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';

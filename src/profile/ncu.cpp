@@ -1,4 +1,5 @@
 #include "profile/ncu.hpp"
+#include "core/text.hpp"
 
 #include "core/error.hpp"
 
@@ -12,11 +13,6 @@
 namespace kforge::profile {
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 std::vector<std::string_view> split_lines(std::string_view text) {
   std::vector<std::string_view> lines;

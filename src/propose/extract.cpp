@@ -23,11 +23,6 @@ using lines_t = std::vector<std::string>;
 
 // ---- text helpers ------------------------------------------------------------------------
 
-std::string_view trim(std::string_view s) {
-  const auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string_view::npos) return {};
-  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
-}
 
 std::string_view leading_ws(std::string_view s) { return s.substr(0, std::min(s.size(), s.find_first_not_of(" \t"))); }
 

@@ -267,15 +267,10 @@ std::string session::profile_digest(const outcome& o) {
                      return worker::profile_candidate(m_problem, path, {.device = lease.ordinal});
                    })
                    .get();
-    profile::device_peaks peaks;
-    if (auto c = device::load_ceilings(m_device_model)) {
-      peaks.dram_bytes_per_s = c->copy_bytes_per_s;
-      peaks.flops = c->peak_flops(m_problem.dtype);
-    }
+    const auto doc = worker::profile_document(m_problem, run);
     if (run.ok()) {
-      const auto d = profile::digest(run.kernels, peaks, &run.sass);
-      dj = profile::to_json(d);
-      text = profile::to_text(d, &run.sass);
+      dj = doc["digest"];
+      text = doc["text"];
     } else {
       failure = run.failure;
     }

@@ -1,7 +1,11 @@
 #include "worker/profile_run.hpp"
 
 #include "build/compiler.hpp"
+#include "core/error.hpp"
 #include "core/fs.hpp"
+#include "device/backend.hpp"
+#include "device/calibration.hpp"
+#include "profile/digest.hpp"
 #include "core/subprocess.hpp"
 #include "worker/supervisor.hpp"
 
@@ -155,6 +159,40 @@ profile_run profile_candidate(const problem::problem& p, const fs::path& source,
   if (out.kernels.empty()) out.failure = "ncu collected no kernel: the candidate launched nothing in its profiled call";
   if (out.log.size() > 64 * 1024) out.log.resize(64 * 1024);
   return out;
+}
+
+nlohmann::json profile_document(const problem::problem& p, const profile_run& run, int device_ordinal) {
+  std::string device;
+  profile::device_peaks peaks;
+  if (p.backend == problem::backend_kind::cuda) {
+    try {
+      device = device::describe_device(p.backend, device_ordinal);
+      if (auto c = device::load_ceilings(device::device_model(p.backend, device_ordinal))) {
+        peaks.dram_bytes_per_s = c->copy_bytes_per_s;
+        peaks.flops = c->peak_flops(p.dtype);
+      }
+    } catch (const kforge::error&) {
+      // no GPU here: run.failure says so
+    }
+  }
+  nlohmann::json sass = nlohmann::json::array();
+  for (const auto& f : run.sass) sass.push_back(profile::to_json(f));
+  nlohmann::json j{{"schema", "kforge.profile/1"}, {"problem", p.name}, {"device", device}, {"ok", run.ok()},
+                   {"failure", run.failure}, {"command", run.command}, {"wall_s", run.wall_s},
+                   {"static", {{"sass", sass}, {"note", run.sass_note}, {"resources", run.resources},
+                               {"summary", run.sass.empty() ? std::string() : profile::summarize(run.sass)}}}};
+  std::string text;
+  if (run.ok()) {
+    const auto d = profile::digest(run.kernels, peaks, &run.sass);
+    j["digest"] = profile::to_json(d);
+    text = profile::to_text(d, &run.sass);
+  } else {
+    j["digest"] = nullptr;
+    text = "no profile: " + run.failure;
+    if (!run.sass.empty()) text += "\n" + profile::summarize(run.sass);
+  }
+  j["text"] = text;
+  return j;
 }
 
 } // namespace kforge::worker

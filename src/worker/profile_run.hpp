@@ -53,4 +53,10 @@ struct profile_run {
 [[nodiscard]] profile_run profile_candidate(const problem::problem& p, const std::filesystem::path& source,
                                             const profile_options& opts);
 
+/// The `kforge.profile/1` document of a run (docs/json.md) without the candidate: problem,
+/// device, ok, failure, command, wall_s, static (SASS, resources), digest (against the
+/// device's calibrated peaks, when calibrated; null on failure) and text (what a prompt
+/// quotes: the digest, or "no profile: why" and the SASS summary).
+[[nodiscard]] nlohmann::json profile_document(const problem::problem& p, const profile_run& run, int device = 0);
+
 } // namespace kforge::worker
