@@ -17,6 +17,7 @@ command_fn add_eval_command(CLI::App& app, global_options& g) {
     double budget = 0, timeout = 0;
     bool no_time = false, sanitize = false;
     std::string hypothesis, predict;
+    std::vector<std::string> params;
   };
   auto o = std::make_shared<opts_t>();
   sub->add_option("problem", o->problem, "Problem directory (holding problem.toml)")->required();
@@ -27,6 +28,7 @@ command_fn add_eval_command(CLI::App& app, global_options& g) {
   sub->add_option("--time-budget", o->budget, "Seconds of timing (default: the problem's)");
   sub->add_option("--timeout", o->timeout, "Watchdog seconds per worker (default: the problem's)");
   sub->add_flag("--no-time", o->no_time, "Verify only");
+  sub->add_option("--param", o->params, "NAME=VALUE for a parameter the candidate declares (repeatable; others at their defaults)");
   sub->add_option("--hypothesis", o->hypothesis, "What this candidate tests, for the experiment log (kforge log)");
   sub->add_option("--predict", o->predict, "The time you expect, e.g. 0.8ms, 120us or 0.0008 (seconds)");
   sub->add_flag("--sanitize", o->sanitize,
@@ -45,6 +47,18 @@ command_fn add_eval_command(CLI::App& app, global_options& g) {
     eo.sanitize = o->sanitize;
     search::provenance from{.origin = "file", .hypothesis = o->hypothesis};
     if (!o->predict.empty()) from.predicted_s = parse_seconds(o->predict);
+    for (auto& kv : o->params) {
+      const auto eq = kv.find('=');
+      try {
+        if (eq == std::string::npos || eq == 0) throw std::invalid_argument(kv);
+        std::size_t used = 0;
+        const auto v = std::stoll(kv.substr(eq + 1), &used);
+        if (used != kv.size() - eq - 1) throw std::invalid_argument(kv);
+        from.params[kv.substr(0, eq)] = v;
+      } catch (const std::exception&) {
+        KFORGE_THROW(usage, "--param '{}': write NAME=INTEGER, e.g. --param BLOCK=128", kv);
+      }
+    }
     auto r = search::evaluate_and_record(db, p, o->candidate, from, eo);
     if (g.json) std::cout << r.json.dump(2) << "\n";
     else std::cout << format_evaluation(r.result, p, r.evaluation_id, o->candidate);

@@ -52,9 +52,18 @@ recorded_evaluation evaluate_and_record(store::store& db, const problem::problem
   // tuner of kforge optimize searches the rest); the instance is what is recorded.
   if (build::declares_params(source)) {
     const auto space = build::parse_params(source, given.string());
-    source = build::instantiate(source, space, build::defaults(space));
+    auto values = build::defaults(space);
+    for (auto& [name, v] : from.params) {
+      if (!space.find(name))
+        KFORGE_THROW(usage, "{} declares no parameter '{}'; it declares:\n{}", given.string(), name, space.describe());
+      values[name] = v;
+    }
+    if (auto why = space.rejection(values); !why.empty()) KFORGE_THROW(usage, "{}: {}", given.string(), why);
+    source = build::instantiate(source, space, values);
     candidate = write_source(source, given);
-    if (from.label.empty()) from.label = given.filename().string() + " [" + build::to_string(build::defaults(space)) + "]";
+    if (from.label.empty()) from.label = given.filename().string() + " [" + build::to_string(values) + "]";
+  } else if (!from.params.empty()) {
+    KFORGE_THROW(usage, "{} declares no tunable parameters (// kforge: param, docs/candidates.md)", given.string());
   }
   r.candidate_id = db.put_candidate(pid, source, from.origin,
                                     from.label.empty() ? candidate.filename().string() : from.label, from.parent_id);

@@ -8,6 +8,7 @@
 #include "store/store.hpp"
 #include "worker/evaluate.hpp"
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -27,6 +28,7 @@ struct provenance {
   std::optional<int64_t> parent_id;  // the candidate it was derived from
   std::string hypothesis;            // what this experiment tests (the experiment log)
   std::optional<double> predicted_s; // the time predicted for it
+  std::map<std::string, int64_t> params; // values for declared parameters (the rest at their defaults)
 };
 
 /// The problem's row (inserted on first use): name + hash of problem.toml and the reference.

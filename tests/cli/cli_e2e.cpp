@@ -274,3 +274,20 @@ TEST(cli, the_experiment_log_keeps_hypotheses_predictions_and_what_was_kept) {
   EXPECT_NE(table.out.find("kept"), std::string::npos);
   EXPECT_EQ(kforge_run({"--db", db, "eval", problem("gelu"), zeros.string(), "--predict", "fast"}).code, 2);
 }
+
+TEST(cli, eval_param_picks_a_declared_value_and_refuses_others) {
+  test::temp_dir d;
+  const auto db = (d / "k.db").string();
+  const auto seed = problem("gelu") + "/seed.cpp"; // declares CHUNK in {1024, 4096, 16384, 65536}
+  auto ok = kforge_run({"--db", db, "eval", problem("gelu"), seed, "--param", "CHUNK=16384", "--no-time", "--trials", "1",
+                        "--json"});
+  ASSERT_EQ(ok.code, 0) << ok.out;
+  EXPECT_EQ(json_of(ok.out)["status"], "passed");
+  auto row = store::store(db).list_evaluations("", 1).at(0);
+  EXPECT_NE(row.candidate_label.find("CHUNK=16384"), std::string::npos) << row.candidate_label;
+  auto bad = kforge_run({"--db", db, "eval", problem("gelu"), seed, "--param", "CHUNK=100"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("CHUNK=100"), std::string::npos) << bad.out;
+  EXPECT_EQ(kforge_run({"--db", db, "eval", problem("gelu"), seed, "--param", "NOPE=1"}).code, 2);
+  EXPECT_EQ(kforge_run({"--db", db, "eval", problem("gelu"), seed, "--param", "CHUNK"}).code, 2);
+}
