@@ -48,6 +48,10 @@ inline std::filesystem::path env_path(const char* var, const char* built) {
   return v && *v ? std::filesystem::path(v) : std::filesystem::path(built);
 }
 inline std::filesystem::path source_dir() { return env_path("KFORGE_SOURCE_DIR", KFORGE_SOURCE_DIR); }
+/// A file under tests/ (KFORGE_TEST_DIR), whole. @throws kforge::error when it cannot be read.
+inline std::string read_test_file(const std::string& relative) {
+  return read_file(std::filesystem::path(KFORGE_TEST_DIR) / relative);
+}
 inline std::filesystem::path problems_dir() { return source_dir() / "problems" / "cpu"; }
 inline std::filesystem::path worker_binary() { return env_path("KFORGE_WORKER", KFORGE_WORKER_BINARY); }
 inline std::filesystem::path kforge_binary() { return env_path("KFORGE_BINARY", KFORGE_BINARY); }

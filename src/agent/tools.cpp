@@ -1,3 +1,4 @@
+#include "build/compiler.hpp"
 #include "agent/tools.hpp"
 
 #include "build/params.hpp"
@@ -187,7 +188,7 @@ candidate_in candidate_of(const json& args, const problem::problem& p) {
     if (c.source.find("kf_forward") == std::string::npos && c.source.find("kforge: launch") == std::string::npos)
       KFORGE_THROW(usage, "the source defines no kf_forward and no `// kforge: launch` line: give the whole candidate "
                           "file (describe_problem shows the seed to start from)");
-    c.path = search::write_source(c.source, p.backend == problem::backend_kind::cuda ? "x.cu" : "x.cpp");
+    c.path = build::write_source(c.source, p.backend == problem::backend_kind::cuda ? "x.cu" : "x.cpp");
     c.label = "agent " + c.path.stem().string().substr(0, 8);
   } else {
     c.path = args["path"].get<std::string>();

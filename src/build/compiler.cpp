@@ -268,6 +268,14 @@ std::string toolchain_for(const std::filesystem::path& source, problem_backend b
   return declares_launches(read_file(source)) ? "nvrtc" : "nvcc";
 }
 
+std::filesystem::path write_source(const std::string& source, const std::filesystem::path& like) {
+  const auto dir = cache_root() / "sources";
+  std::filesystem::create_directories(dir);
+  auto path = dir / (sha256_hex(source).substr(0, 24) + like.extension().string());
+  if (!std::filesystem::exists(path)) write_file_atomic(path, source);
+  return path;
+}
+
 artifact compile(const request& given, problem_backend b) {
   request rq = given;
   // A source that declares tunable parameters is built at their declared defaults: the
@@ -285,10 +293,7 @@ artifact compile(const request& given, problem_backend b) {
       a.command = "(tunable parameters of " + given.source.string() + ")";
       return a;
     }
-    const auto dir = cache_root() / "sources";
-    std::filesystem::create_directories(dir);
-    rq.source = dir / (sha256_hex(instance).substr(0, 24) + given.source.extension().string());
-    if (!std::filesystem::exists(rq.source)) write_file_atomic(rq.source, instance);
+    rq.source = write_source(instance, given.source);
     rq.include_dirs.push_back(std::filesystem::absolute(given.source).parent_path());
   }
   const auto tc = toolchain_for(rq.source, b);

@@ -52,6 +52,11 @@ struct artifact {
   nlohmann::json resources = nlohmann::json::array(); // nvcc: per kernel registers, smem, stack, spills
 };
 
+/// Writes `source` content-addressed under <cache>/sources/ (with the extension of `like`),
+/// once: the same text always has the same path, so it has one build key and one evaluation
+/// config. @return its path.
+std::filesystem::path write_source(const std::string& source, const std::filesystem::path& like);
+
 /// Compiles rq.source with the toolchain of backend b. @post ok implies exists(library)
 [[nodiscard]] artifact compile(const request& rq, problem_backend b);
 [[nodiscard]] artifact compile_host(const request& rq);

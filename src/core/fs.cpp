@@ -41,4 +41,19 @@ std::filesystem::path cache_root() {
 
 std::filesystem::path self_exe() { return std::filesystem::read_symlink("/proc/self/exe"); }
 
+std::filesystem::path find_on_path(const std::string& name) {
+  std::error_code ec;
+  if (const char* path = std::getenv("PATH")) {
+    std::string_view rest(path);
+    while (!rest.empty()) {
+      const auto colon = rest.find(':');
+      const std::string dir(rest.substr(0, colon));
+      rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
+      if (!dir.empty() && std::filesystem::is_regular_file(std::filesystem::path(dir) / name, ec))
+        return std::filesystem::path(dir) / name;
+    }
+  }
+  return {};
+}
+
 } // namespace kforge

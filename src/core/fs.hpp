@@ -13,5 +13,7 @@ void write_file_atomic(const std::filesystem::path& p, const std::string& data);
 [[nodiscard]] std::filesystem::path cache_root();
 /// @return the path of the running executable (/proc/self/exe).
 [[nodiscard]] std::filesystem::path self_exe();
+/// The first regular file `name` in a $PATH directory; empty when none.
+[[nodiscard]] std::filesystem::path find_on_path(const std::string& name);
 
 } // namespace kforge

@@ -5,9 +5,6 @@
 #include "core/hash.hpp"
 #include "build/params.hpp"
 
-#include <fstream>
-
-#include <unistd.h>
 
 namespace kforge::search {
 
@@ -25,19 +22,6 @@ nlohmann::json evaluation_config(const problem::problem& p, const std::filesyste
           {"time_budget_s", opts.time_budget_s},
           {"sanitize", opts.sanitize},
           {"precision", p.tolerance.precision}}; // an opted-in lower precision is on record
-}
-
-std::filesystem::path write_source(const std::string& source, const std::filesystem::path& like) {
-  const auto dir = cache_root() / "sources";
-  std::filesystem::create_directories(dir);
-  auto path = dir / (sha256_hex(source).substr(0, 24) + like.extension().string());
-  if (!std::filesystem::exists(path)) {
-    auto tmp = path;
-    tmp += "." + std::to_string(::getpid()) + ".tmp";
-    std::ofstream(tmp, std::ios::binary) << source;
-    std::filesystem::rename(tmp, path);
-  }
-  return path;
 }
 
 recorded_evaluation evaluate_and_record(store::store& db, const problem::problem& p,
@@ -60,7 +44,7 @@ recorded_evaluation evaluate_and_record(store::store& db, const problem::problem
     }
     if (auto why = space.rejection(values); !why.empty()) KFORGE_THROW(usage, "{}: {}", given.string(), why);
     source = build::instantiate(source, space, values);
-    candidate = write_source(source, given);
+    candidate = build::write_source(source, given);
     if (from.label.empty()) from.label = given.filename().string() + " [" + build::to_string(values) + "]";
   } else if (!from.params.empty()) {
     KFORGE_THROW(usage, "{} declares no tunable parameters (// kforge: param, docs/candidates.md)", given.string());

@@ -39,9 +39,6 @@ int64_t problem_id(store::store& db, const problem::problem& p);
 [[nodiscard]] nlohmann::json evaluation_config(const problem::problem& p, const std::filesystem::path& candidate,
                                                const worker::evaluate_options& opts);
 
-/// Writes `source` content-addressed under <cache>/sources/ (extension of `like`). @return its path.
-std::filesystem::path write_source(const std::string& source, const std::filesystem::path& like);
-
 /// A candidate that declares tunable parameters (build/params.hpp) is judged at its
 /// declared defaults. @throws kforge::error (build) for a malformed declaration.
 /// @throws kforge::error when the problem is broken (the row is closed with status "error" first).

@@ -1,5 +1,6 @@
 #include "search/session.hpp"
 
+#include "build/compiler.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "core/hash.hpp"
@@ -12,7 +13,6 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
 #include <future>
 
 namespace kforge::search {
@@ -82,7 +82,7 @@ void session::emit(nlohmann::json event) const {
 }
 
 std::filesystem::path session::source_path(const std::string& source) const {
-  return write_source(source, m_problem.backend == problem::backend_kind::cuda ? "x.cu" : "x.cpp");
+  return build::write_source(source, m_problem.backend == problem::backend_kind::cuda ? "x.cu" : "x.cpp");
 }
 
 int64_t session::put_candidate(const proposal& prop) {

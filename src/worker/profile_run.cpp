@@ -14,7 +14,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <random>
-#include <sstream>
 
 #include <unistd.h>
 
@@ -23,17 +22,6 @@ namespace kforge::worker {
 namespace fs = std::filesystem;
 
 namespace {
-
-fs::path on_path(const std::string& name) {
-  std::error_code ec;
-  if (const char* path = std::getenv("PATH")) {
-    std::istringstream dirs(path);
-    std::string d;
-    while (std::getline(dirs, d, ':'))
-      if (!d.empty() && fs::is_regular_file(fs::path(d) / name, ec)) return fs::path(d) / name;
-  }
-  return {};
-}
 
 fs::path private_dir() {
   auto d = fs::temp_directory_path() / fmt::format("kforge-profile-{}-{}", ::getpid(), std::random_device{}());
@@ -50,7 +38,7 @@ fs::path find_ncu() {
   if (nvcc.has_parent_path())
     for (auto p : {nvcc.parent_path() / "ncu", nvcc.parent_path().parent_path() / "nsight-compute" / "ncu"})
       if (fs::is_regular_file(p, ec)) return p;
-  if (auto p = on_path("ncu"); !p.empty()) return p;
+  if (auto p = find_on_path("ncu"); !p.empty()) return p;
   if (fs::is_regular_file("/usr/local/cuda/bin/ncu", ec)) return "/usr/local/cuda/bin/ncu";
   return {};
 }
@@ -61,7 +49,7 @@ fs::path find_cuobjdump() {
   const fs::path nvcc = build::nvcc_path();
   if (nvcc.has_parent_path() && fs::is_regular_file(nvcc.parent_path() / "cuobjdump", ec))
     return nvcc.parent_path() / "cuobjdump";
-  if (auto p = on_path("cuobjdump"); !p.empty()) return p;
+  if (auto p = find_on_path("cuobjdump"); !p.empty()) return p;
   // scripts/setup.sh unpacks the nvidia-cuda-cuobjdump and -nvdisasm wheels here.
   for (auto root : {self_exe().parent_path().parent_path(), fs::path(KFORGE_SOURCE_DIR)})
     if (auto p = root / "third_party" / "cudatools" / "bin" / "cuobjdump"; fs::is_regular_file(p, ec)) return p;

@@ -176,13 +176,7 @@ fs::path find_compute_sanitizer() {
     for (auto p : {nvcc.parent_path() / "compute-sanitizer", nvcc.parent_path().parent_path() / "compute-sanitizer" / "compute-sanitizer"})
       if (fs::is_regular_file(p, ec)) return p;
   }
-  if (const char* path = std::getenv("PATH")) {
-    std::istringstream dirs(path);
-    std::string d;
-    while (std::getline(dirs, d, ':'))
-      if (!d.empty() && fs::is_regular_file(fs::path(d) / "compute-sanitizer", ec)) return fs::path(d) / "compute-sanitizer";
-  }
-  return {};
+  return find_on_path("compute-sanitizer");
 }
 
 std::vector<std::string> sanitizer_command(const fs::path& sanitizer, const std::string& tool, const fs::path& log) {

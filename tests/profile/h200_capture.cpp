@@ -2,6 +2,8 @@
 // an H200, for a coalesced `scale` kernel and a `strided` one (data/h200_probe_*).
 #include "profile/digest.hpp"
 
+#include "test_util.hpp"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -10,13 +12,7 @@
 using namespace kforge::profile;
 
 namespace {
-std::string fixture(const std::string& name) {
-  std::ifstream in(std::string(KFORGE_TEST_DIR) + "/profile/data/" + name, std::ios::binary);
-  EXPECT_TRUE(in) << name;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string fixture(const std::string& name) { return kforge::test::read_test_file("profile/data/" + name); }
 } // namespace
 
 TEST(profile_h200_capture, every_collected_metric_is_read_in_base_units) {

@@ -2,6 +2,8 @@
 #include "core/error.hpp"
 #include "profile/ncu.hpp"
 
+#include "test_util.hpp"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -12,13 +14,7 @@ using namespace kforge;
 using namespace kforge::profile;
 
 namespace {
-std::string fixture(const std::string& name) {
-  std::ifstream in(std::string(KFORGE_TEST_DIR) + "/profile/data/" + name, std::ios::binary);
-  EXPECT_TRUE(in) << name;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string fixture(const std::string& name) { return kforge::test::read_test_file("profile/data/" + name); }
 } // namespace
 
 TEST(profile_ncu, metrics_argument_lists_every_metric_once) {

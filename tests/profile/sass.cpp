@@ -1,6 +1,8 @@
 // profile/sass: the instruction mix of cuobjdump -sass listings.
 #include "profile/sass.hpp"
 
+#include "test_util.hpp"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -9,13 +11,7 @@
 using namespace kforge::profile;
 
 namespace {
-std::string fixture(const std::string& name) {
-  std::ifstream in(std::string(KFORGE_TEST_DIR) + "/profile/data/" + name, std::ios::binary);
-  EXPECT_TRUE(in) << name;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string fixture(const std::string& name) { return kforge::test::read_test_file("profile/data/" + name); }
 } // namespace
 
 TEST(profile_sass, counts_the_fixture_functions) {
