@@ -77,6 +77,18 @@ PY
   rm -rf "$tmp"
 fi
 
+# PyTorch for the bridge (kforge import kernelbench, [torch] problems, export --torch): a
+# virtual environment in .venv (ignored by git) with torch from PyPI and ninja for
+# torch.utils.cpp_extension. About 5 GB with torch's CUDA libraries; CPU-only machines run
+# it on the CPU. KFORGE_NO_TORCH=1 skips it: the bridge then says torch is missing, and its
+# tests skip saying so.
+if [ -z "${KFORGE_NO_TORCH:-}" ] && ! .venv/bin/python3 -c "import torch" >/dev/null 2>&1; then
+  echo "setup: installing torch into .venv (PyPI)"
+  if ! { python3 -m venv .venv && .venv/bin/python3 -m pip install -q --upgrade pip && .venv/bin/python3 -m pip install -q torch ninja; }; then
+    echo "setup: torch could not be installed; the PyTorch bridge's tests will skip (set KFORGE_PYTHON to use another)"
+  fi
+fi
+
 [ "${1:-}" = "--deps" ] && exit 0
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo

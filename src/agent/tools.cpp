@@ -430,6 +430,7 @@ tool evaluate_tool(const std::filesystem::path& db_path) {
     eo.trials_per_case = args.value("trials", 0);
     eo.time_budget_s = args.value("time_budget_s", 0.0);
     eo.sanitize = args.value("sanitize", false);
+    eo.reuse_torch_baselines = true; // an agent's loop, like a search: eager/compile timed once an hour
     if (args.contains("seed")) eo.seed = args["seed"].get<std::uint64_t>();
     search::provenance from{.origin = "agent", .label = c.label, .hypothesis = args.value("hypothesis", std::string())};
     if (args.contains("parent_id")) from.parent_id = args["parent_id"].get<int64_t>();

@@ -4,6 +4,9 @@
 // itself is screened: control kernels that are wrong on purpose must all fail.
 #include "cli/commands.hpp"
 #include "cli/format.hpp"
+#include "bridge/torch_reference.hpp"
+#include "bridge/torch_helper.hpp"
+#include "eval/inputs.hpp"
 #include "search/record.hpp"
 #include "core/dtype.hpp"
 #include "worker/screen.hpp"
@@ -12,6 +15,7 @@
 
 #include <iostream>
 #include <map>
+#include <random>
 
 namespace kforge::cli {
 namespace {
@@ -48,6 +52,36 @@ nlohmann::json problem_summary(const problem::problem& p) {
           {"seed", p.seed ? nlohmann::json(p.seed->string()) : nlohmann::json()}};
 }
 
+// The module on one trial per case (nominal and float64), through the bridge.
+search::recorded_evaluation torch_reference_check(const problem::problem& p, const worker::evaluate_options& eo) {
+  const auto& t = bridge::require_torch("checking a [torch] problem");
+  std::mt19937_64 rng(eo.seed ? *eo.seed : std::random_device{}());
+  std::vector<std::pair<int, std::vector<eval::host_tensor>>> trials;
+  for (std::size_t c = 0; c < p.cases.size(); ++c)
+    trials.emplace_back(static_cast<int>(c), eval::make_inputs(p, p.cases[c], rng(), eval::precision::nominal));
+  auto truth = bridge::torch_truth(p, trials, eo.device, p.eval.timeout_s * 4);
+  search::recorded_evaluation r;
+  r.result.status = "passed";
+  const auto outs = p.outputs();
+  double worst = 0;
+  nlohmann::json errs = nlohmann::json::array();
+  for (std::size_t c = 0; c < p.cases.size(); ++c)
+    for (std::size_t k = 0; k < outs.size(); ++k) {
+      auto e = eval::measure_reference_error(*outs[k], truth.oracle.at({static_cast<int>(c), k}),
+                                             truth.reference.at({static_cast<int>(c), k}));
+      r.result.reference_errors.push_back({p.cases[c].name, outs[k]->name, e});
+      errs.push_back({{"case", p.cases[c].name}, {"output", outs[k]->name}, {"max_abs", e.max_abs},
+                      {"rel_l2", e.rel_l2}, {"max_abs_oracle", e.max_abs_oracle}});
+      worst = std::max(worst, e.rel_l2);
+    }
+  r.result.message = fmt::format("the PyTorch module (torch {}, on {}) ran at {} and in float64 on all {} input "
+                                 "distributions; its own relative L2 error against float64 is at most {:.3g}",
+                                 t.version, truth.device, dtype_name(p.dtype), p.cases.size(), worst);
+  r.json = {{"status", "passed"}, {"passed", true}, {"message", r.result.message}, {"torch_version", t.version},
+            {"device", truth.device}, {"reference_error", errs}};
+  return r;
+}
+
 } // namespace
 
 command_fn add_check_command(CLI::App& app, global_options& g) {
@@ -69,9 +103,13 @@ command_fn add_check_command(CLI::App& app, global_options& g) {
     eo.seed = *seed;
     nlohmann::json out{{"schema", "kforge.check/1"}, {"problem", problem_summary(p)}};
 
-    // The reference judged as a candidate must pass: otherwise no candidate could.
+    // The reference judged as a candidate must pass: otherwise no candidate could. A
+    // [torch] problem's reference is its module: it must run at the problem's dtype and in
+    // float64 on every input distribution, and its own error is shown.
     eo.time = false;
-    auto ref = search::evaluate_and_record(db, p, p.reference, {.origin = "reference"}, eo);
+    search::recorded_evaluation ref;
+    if (p.torch) ref = torch_reference_check(p, eo);
+    else ref = search::evaluate_and_record(db, p, p.reference, {.origin = "reference"}, eo);
     out["reference"] = ref.json;
     bool ok = ref.result.passed();
     if (p.seed) {
@@ -82,16 +120,17 @@ command_fn add_check_command(CLI::App& app, global_options& g) {
       if (!g.json) {
         std::cout << fmt::format("problem  {} ({} backend, {}): {} tensors, {} input distributions\n", p.name,
                                  backend_name(p.backend), dtype_name(p.dtype), p.tensors.size(), p.cases.size());
-        std::cout << fmt::format("reference  {} as its own candidate: {}\n", ref.result.passed() ? "passes" : "FAILS",
+        std::cout << fmt::format("reference  {}: {}\n", p.torch ? "PyTorch module" : ref.result.passed() ? "passes as its own candidate" : "FAILS as its own candidate",
                                  ref.result.message);
         std::cout << format_evaluation(s.result, p, s.evaluation_id, "seed " + p.seed->filename().string());
       }
     } else if (!g.json) {
       std::cout << fmt::format("problem  {} ({} backend, {}): {} tensors, {} input distributions\n", p.name,
                                backend_name(p.backend), dtype_name(p.dtype), p.tensors.size(), p.cases.size());
-      std::cout << fmt::format("reference  {} as its own candidate: {}\n", ref.result.passed() ? "passes" : "FAILS",
+      std::cout << fmt::format("reference  {}: {}\n", p.torch ? "PyTorch module" : ref.result.passed() ? "passes as its own candidate" : "FAILS as its own candidate",
                                ref.result.message);
-      std::cout << "seed       none (candidates start from the reference)\n";
+      std::cout << (p.torch ? "seed       none (write one, or let kforge optimize with an LLM write the first candidate)\n"
+                        : "seed       none (candidates start from the reference)\n");
     }
     // Baselines are judged like candidates too: a vendor call in the wrong math mode
     // (TF32 for an fp32 problem) must not become the yardstick.

@@ -1,12 +1,55 @@
 // kforge eval PROBLEM CANDIDATE: build, verify and time one candidate; record it.
+#include "bridge/torch_helper.hpp"
+#include "bridge/torch_reference.hpp"
+#include "build/compiler.hpp"
 #include "cli/commands.hpp"
 #include "cli/format.hpp"
 #include "search/record.hpp"
 #include "core/error.hpp"
+#include "eval/result.hpp"
+#include "eval/statistics.hpp"
 
 #include <iostream>
 
 namespace kforge::cli {
+namespace {
+
+// The same library timed by kforge's worker (in the evaluation) and by the bridge's Python
+// timer: their medians agree when the two protocols do, which is what makes eager and
+// torch.compile times comparable with a candidate's.
+nlohmann::json torch_parity(const problem::problem& p, const std::filesystem::path& source, const worker::evaluation& ev,
+                            const worker::evaluate_options& eo) {
+  const auto* c = ev.timing("candidate");
+  if (!c) return {{"skipped", "the candidate was not timed (it failed, or --no-time)"}};
+  std::filesystem::path lib;
+  for (auto& b : ev.builds)
+    if (b.role == "candidate") lib = b.artifact.library;
+  if (lib.empty() || build::toolchain_for(source, p.backend == problem::backend_kind::cuda ? build::problem_backend::cuda
+                                                                                        : build::problem_backend::cpu) == "nvrtc")
+    return {{"skipped", "the candidate is not a kf_forward library (kernel-only candidates have no ABI entry point)"}};
+  if (const auto& t = bridge::torch_probe(); !t.available) return {{"skipped", t.why}};
+  bridge::torch_timing_config tc{.budget_s = eo.time_budget_s > 0 ? eo.time_budget_s : p.eval.time_budget_s,
+                                 .min_samples = p.eval.min_samples, .max_samples = p.eval.max_samples,
+                                 .target_rel_ci = p.eval.target_rel_ci};
+  auto t = bridge::torch_time(p, {{"candidate", "library", lib.string()}}, tc, ev.device_index < 0 ? 0 : ev.device_index,
+                              p.eval.timeout_s + 600);
+  if (t.empty() || !t[0].error.empty() || t[0].samples.empty())
+    return {{"skipped", t.empty() ? "no answer" : t[0].error.empty() ? "no samples" : t[0].error}};
+  auto s = eval::summarize("candidate", t[0].samples, p.eval.target_rel_ci);
+  return {{"kforge", eval::to_json(*c)}, {"torch", eval::to_json(s)}, {"ratio", s.median_s / c->median_s},
+          {"torch_version", bridge::torch_probe().version}};
+}
+
+std::string format_parity(const nlohmann::json& j) {
+  if (j.contains("skipped")) return fmt::format("  parity   skipped: {}\n", j["skipped"].get<std::string>());
+  return fmt::format("  parity   kforge's timer {:.4g} ms (CI {:.2g}%), the PyTorch bridge's {:.4g} ms (CI {:.2g}%): "
+                     "ratio {:.3f}\n",
+                     j["kforge"]["median_s"].get<double>() * 1e3, j["kforge"]["ci_rel"].get<double>() * 100,
+                     j["torch"]["median_s"].get<double>() * 1e3, j["torch"]["ci_rel"].get<double>() * 100,
+                     j["ratio"].get<double>());
+}
+
+} // namespace
 
 command_fn add_eval_command(CLI::App& app, global_options& g) {
   auto* sub = app.add_subcommand("eval", "Verify a candidate against the float64 oracle and time it against the reference");
@@ -15,7 +58,7 @@ command_fn add_eval_command(CLI::App& app, global_options& g) {
     std::optional<std::uint64_t> seed;
     int trials = 0;
     double budget = 0, timeout = 0;
-    bool no_time = false, sanitize = false;
+    bool no_time = false, sanitize = false, parity = false;
     std::string hypothesis, predict;
     std::vector<std::string> params;
   };
@@ -34,6 +77,9 @@ command_fn add_eval_command(CLI::App& app, global_options& g) {
   sub->add_flag("--sanitize", o->sanitize,
                 "After verification passes, run compute-sanitizer (memcheck, racecheck, initcheck, synccheck) at the "
                 "problem's [sanitize] shapes; any error fails the candidate (CUDA problems)");
+  sub->add_flag("--torch-parity", o->parity,
+                "Also time the candidate's library through the PyTorch bridge's timer (python/kforge_torch.py) and "
+                "print both medians: the check that eager/torch.compile times are comparable with kforge's");
   return [o, &g]() {
     const auto p = problem::load(o->problem);
     if (!std::filesystem::exists(o->candidate)) KFORGE_THROW(usage, "{}: candidate file not found", o->candidate);
@@ -60,8 +106,12 @@ command_fn add_eval_command(CLI::App& app, global_options& g) {
       }
     }
     auto r = search::evaluate_and_record(db, p, o->candidate, from, eo);
+    if (o->parity) r.json["torch_parity"] = torch_parity(p, o->candidate, r.result, eo);
     if (g.json) std::cout << r.json.dump(2) << "\n";
-    else std::cout << format_evaluation(r.result, p, r.evaluation_id, o->candidate);
+    else {
+      std::cout << format_evaluation(r.result, p, r.evaluation_id, o->candidate);
+      if (o->parity) std::cout << format_parity(r.json["torch_parity"]);
+    }
     return r.result.passed() ? exit_ok : exit_failed;
   };
 }

@@ -74,10 +74,25 @@ std::string format_evaluation(const worker::evaluation& ev, const problem::probl
   }
   if (auto* c = ev.timing("candidate")) {
     s += fmt::format("  time     candidate {}\n", timing_line(*c));
+    // A [torch] problem's reference is eager PyTorch; its baseline torch_compile is torch.compile.
+    auto label = [&](const std::string& subject) -> std::string {
+      if (!p.torch) return subject;
+      if (subject == "reference") return "eager";
+      if (subject == "torch_compile") return "compile";
+      return subject;
+    };
     for (auto& t : ev.timings)
       if (t.subject != "candidate")
-        s += fmt::format("           {:<9} {}  -> candidate {:.2f}x\n", t.subject, timing_line(t), t.median_s / c->median_s);
-    if (auto sp = ev.speedup()) s += fmt::format("  speedup  {:.2f}x over the reference\n", *sp);
+        s += fmt::format("           {:<9} {}  -> candidate {:.2f}x\n", label(t.subject), timing_line(t),
+                         t.median_s / c->median_s);
+    if (auto sp = ev.speedup())
+      s += fmt::format("  speedup  {:.2f}x over {}\n", *sp, p.torch ? "eager PyTorch (the reference)" : "the reference");
+    if (ev.phases.contains("torch_baselines"))
+      s += fmt::format("  pytorch  eager{} {}\n", p.torch && p.torch->compile ? " and torch.compile" : "",
+                       ev.phases["torch_baselines"].get<std::string>() == "measured"
+                           ? std::string("measured now, in the bridge's timer (docs/pytorch.md)")
+                           : "reused from a measurement under an hour old (" +
+                                 ev.phases["torch_baselines"].get<std::string>() + ")");
     std::string rate;
     if (p.work.min_bytes > 0) rate += fmt::format("{:.1f} GB/s", p.work.min_bytes / c->median_s * 1e-9);
     if (p.work.flops > 0) rate += fmt::format("{}{:.2f} GFLOP/s", rate.empty() ? "" : ", ", p.work.flops / c->median_s * 1e-9);

@@ -39,6 +39,8 @@ int main(int argc, char** argv) {
   reg(add_profile_command);
   reg(add_log_command);
   reg(add_mcp_command);
+  reg(add_suite_command);
+  reg(add_import_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -4,6 +4,7 @@
 #include "core/error.hpp"
 #include "core/text.hpp"
 
+#include <nlohmann/json.hpp>
 #include <toml++/toml.h>
 
 #include <algorithm>
@@ -273,7 +274,7 @@ public:
 
   tensor_spec read_tensor(const toml::table& t, const std::string& prefix, bool output, kf_dtype real) const {
     if (output) check_keys(t, prefix, {"name", "shape", "dtype"});
-    else check_keys(t, prefix, {"name", "shape", "dtype", "param"});
+    else check_keys(t, prefix, {"name", "shape", "dtype", "param", "torch_name"});
     tensor_spec s;
     s.name = *get_string(t, prefix, "name", true);
     if (!valid_identifier(s.name))
@@ -303,6 +304,10 @@ public:
       bool param = false;
       read_bool(t, prefix, "param", param);
       if (param) s.role = tensor_role::param;
+      if (auto tn = get_string(t, prefix, "torch_name")) {
+        if (!param) fail(*t.get("torch_name"), sub(prefix, "torch_name"), "only a param (param = true) names module state");
+        s.torch_name = *tn;
+      }
     }
     return s;
   }
@@ -405,7 +410,7 @@ public:
   problem read(const toml::table& root, const fs::path& dir) const {
     check_keys(root, "",
                {"name", "description", "backend", "dtype", "reference", "seed", "inputs", "outputs", "cases", "work",
-                "tolerance", "eval", "baselines", "sanitize"});
+                "tolerance", "eval", "baselines", "sanitize", "torch"});
     problem p;
     p.name = *get_string(root, "", "name", true);
     if (!valid_problem_name(p.name))
@@ -499,8 +504,30 @@ public:
     }
 
     const bool cuda = p.backend == backend_kind::cuda;
-    const std::string ref = get_string(root, "", "reference").value_or(cuda ? "reference.cu" : "reference.cpp");
-    p.reference = resolve_file(dir, ref, root.get("reference"), "reference");
+    if (const toml::table* tt = get_table(root, "torch")) {
+      check_keys(*tt, "torch", {"module", "init_inputs", "compile"});
+      if (root.get("reference"))
+        fail(*root.get("reference"), "reference", "a [torch] problem's reference is its module; remove 'reference'");
+      torch_spec ts;
+      const std::string mod = *get_string(*tt, "torch", "module", true);
+      ts.module = resolve_file(dir, mod, tt->get("module"), "torch.module");
+      if (auto init = get_string(*tt, "torch", "init_inputs")) {
+        const auto j = nlohmann::json::parse(*init, nullptr, false);
+        if (j.is_discarded() || !j.is_array())
+          fail(*tt->get("init_inputs"), "torch.init_inputs",
+               fmt::format("must be a JSON array (the arguments of Model(...)), got '{}'", *init));
+        ts.init_inputs = j.dump();
+      }
+      read_bool(*tt, "torch", "compile", ts.compile);
+      for (auto& t : p.tensors)
+        if (t.role == tensor_role::param && t.torch_name.empty())
+          fail(*tt, "torch", fmt::format("param '{}' needs torch_name: the module state it fills", t.name));
+      p.reference = ts.module;
+      p.torch = std::move(ts);
+    } else {
+      const std::string ref = get_string(root, "", "reference").value_or(cuda ? "reference.cu" : "reference.cpp");
+      p.reference = resolve_file(dir, ref, root.get("reference"), "reference");
+    }
     if (auto seed = get_string(root, "", "seed")) {
       p.seed = resolve_file(dir, *seed, root.get("seed"), "seed");
     } else {

@@ -29,6 +29,7 @@ struct tensor_spec {
   kf_dtype dtype = KF_F32;  // the dtype at nominal precision
   bool follows_real = true; // dtype is the problem's real type: KF_REAL, double in the oracle
   std::vector<int64_t> shape;
+  std::string torch_name; // a param of a [torch] problem: its key in the module's state ("conv.weight")
   [[nodiscard]] int64_t numel() const;
   /// @return the dtype this tensor has in the oracle build (f64 when follows_real).
   [[nodiscard]] kf_dtype oracle_dtype() const { return follows_real ? KF_F64 : dtype; }
@@ -82,6 +83,16 @@ struct baseline_spec {
   std::filesystem::path source; // absolute
 };
 
+/// [torch]: the reference is a PyTorch module (a KernelBench file: Model, get_inputs,
+/// get_init_inputs), run by the bridge's Python helper (bridge/torch_helper.hpp) at the
+/// problem's dtype (the reference) and in float64 (the oracle). Inputs reach forward() in
+/// ABI order; params are loaded into the module's state by torch_name before each call.
+struct torch_spec {
+  std::filesystem::path module;   // absolute path of the .py file
+  std::string init_inputs = "[]"; // a JSON array: Model(*init_inputs)
+  bool compile = true;            // time torch.compile beside eager
+};
+
 struct problem {
   std::filesystem::path dir;       // the problem directory
   std::filesystem::path toml_path; // dir / problem.toml
@@ -94,7 +105,8 @@ struct problem {
   tolerance_spec tolerance;
   work_spec work;
   eval_spec eval;
-  std::filesystem::path reference;       // absolute path of the reference source
+  std::filesystem::path reference;       // absolute path of the reference source ([torch]: the module)
+  std::optional<torch_spec> torch;       // [torch]: the reference is a PyTorch module
   std::optional<std::filesystem::path> seed; // absolute path of the seed candidate, if any
   std::vector<baseline_spec> baselines;      // [[baselines]]: timed beside the candidate
   sanitize_spec sanitize;                    // [sanitize]

@@ -532,7 +532,15 @@ json problem_context(const problem::problem& p, const std::optional<device::ceil
   j["has_baselines"] = !baselines.empty();
 
   const std::string ref = trim_end(read_file(p.reference));
-  j["reference"] = {{"file", p.reference.filename().string()}, {"source", ref}, {"fence", fence_for(ref)}};
+  j["reference"] = {{"file", p.reference.filename().string()}, {"source", ref}, {"fence", fence_for(ref)},
+                    {"torch", p.torch.has_value()}};
+  if (p.torch) {
+    nlohmann::json params = nlohmann::json::array();
+    for (auto* t : p.inputs())
+      if (t->role == problem::tensor_role::param) params.push_back(fmt::format("`{}` is `{}`", t->name, t->torch_name));
+    j["reference"]["params"] = params;
+    j["reference"]["has_params"] = !params.empty();
+  }
   return j;
 }
 
@@ -617,6 +625,7 @@ json prompt_builder::task_context(const problem::problem& p, const device_facts&
   json ctx;
   ctx["problem"] = problem_context(p, dev.ceilings, dev.name);
   ctx["candidate"] = candidate_context(c.source, c.label, c.eval);
+  ctx["first"] = c.source.empty(); // no seed yet (a [torch] problem): the task is the first kernel
   if (c.eval) {
     ctx["feedback"] = feedback_context(*c.eval, m_max_diagnostic_lines);
     ctx["feedback"]["label"] = c.label;

@@ -118,6 +118,7 @@ outcome session::evaluate(const proposal& prop) {
   worker::evaluate_options eo;
   eo.trials_per_case = m_opts.trials;
   eo.time_budget_s = m_opts.time_budget_s;
+  eo.reuse_torch_baselines = true; // eager and torch.compile do not change between a search's candidates
   const std::string config = evaluation_config(m_problem, path, eo).dump();
   if (auto prior = m_db.find_evaluation(cand, m_device_model, config)) {
     m_db.put_run_evaluation({.run_id = m_run_id, .evaluation_id = *prior, .candidate_id = cand, .round = prop.round,

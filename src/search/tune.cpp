@@ -190,6 +190,11 @@ outcome tune_or_evaluate(session& s, const proposal& prop, int budget, const std
 
 outcome start_from_seed(session& s, int budget) {
   const auto& p = s.problem();
+  // A [torch] problem's reference is Python: with no seed, the first candidate is the
+  // LLM's, written from the module's source (which every prompt carries).
+  if (p.torch && !p.seed)
+    return outcome{.status = "not_run",
+                   .message = "no seed: the first candidate is written from the PyTorch module's source"};
   const auto path = p.seed ? *p.seed : p.reference;
   proposal prop{.source = read_file(path), .origin = p.seed ? "seed" : "reference",
                 .label = path.filename().string(), .step = "seed", .round = 0};
@@ -201,6 +206,10 @@ class tune_strategy final : public strategy {
 public:
   void run(session& s) override {
     const auto& p = s.problem();
+    if (p.torch && !p.seed)
+      KFORGE_THROW(usage, "{}: a [torch] problem without a seed has nothing to tune (its reference is a PyTorch "
+                          "module): write seed.{} beside problem.toml, or configure an LLM for refine or branch",
+                   p.toml_path.string(), p.backend == problem::backend_kind::cuda ? "cu" : "cpp");
     const auto path = p.seed ? *p.seed : p.reference;
     const auto source = read_file(path);
     if (!build::declares_params(source))

@@ -1,6 +1,9 @@
 #include "worker/evaluate.hpp"
 
+#include "bridge/torch_reference.hpp"
 #include "core/dtype.hpp"
+#include "core/fs.hpp"
+#include "core/hash.hpp"
 #include "core/error.hpp"
 #include "device/backend.hpp"
 #include "device/calibration.hpp"
@@ -71,6 +74,38 @@ std::string with_place(const eval::check_result& c) {
   return fmt::format("case '{}' (trial {}{}): {}", c.case_name, c.trial, c.run ? ", repeat call" : "", c.message);
 }
 
+// The PyTorch baselines' samples, timed now or (when `reuse`) taken from a measurement of
+// the same problem and module on the same device model less than an hour old: eager and
+// torch.compile do not change between a search's candidates, and compile alone takes tens
+// of seconds. `phases` says which: torch_baselines = "measured" or "cached <unix time>".
+std::vector<bridge::torch_timing> torch_baseline_timings(const problem::problem& p,
+                                                         const std::vector<bridge::torch_subject>& subjects,
+                                                         const bridge::torch_timing_config& cfg, int device,
+                                                         const std::string& device_model, bool reuse, double timeout_s,
+                                                         nlohmann::json& phases) {
+  const std::string key = sha256_hex(p.toml_text + "\n" + read_file(p.torch->module) + "\n" + device_model +
+                                     "\n" + std::to_string(subjects.size()));
+  const auto file = cache_root() / "torch-baselines" / (key + ".json");
+  const auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  std::error_code ec;
+  if (reuse && std::filesystem::exists(file, ec)) {
+    auto j = nlohmann::json::parse(read_file(file), nullptr, false);
+    if (j.is_object() && now - j.value("at", 0LL) < 3600) {
+      std::vector<bridge::torch_timing> out;
+      for (auto& s : j["subjects"]) out.push_back({s["subject"], s["samples"], s["error"]});
+      phases["torch_baselines"] = fmt::format("cached {}", j.value("at", 0LL));
+      return out;
+    }
+  }
+  auto out = bridge::torch_time(p, subjects, cfg, device, timeout_s);
+  phases["torch_baselines"] = "measured";
+  nlohmann::json j{{"at", now}, {"subjects", nlohmann::json::array()}};
+  for (auto& t : out) j["subjects"].push_back({{"subject", t.subject}, {"samples", t.samples}, {"error", t.error}});
+  std::filesystem::create_directories(file.parent_path(), ec);
+  write_file_atomic(file, j.dump());
+  return out;
+}
+
 } // namespace
 
 const eval::timing_summary* evaluation::timing(const std::string& subject) const {
@@ -121,8 +156,13 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
                                              tb)};
     });
   };
-  auto f_ref = launch("reference", p.reference, p.dtype);
-  auto f_orc = launch("oracle", p.reference, KF_F64);
+  // A [torch] problem's reference and oracle are its PyTorch module (bridge/), not builds.
+  const bool torch_ref = p.torch.has_value();
+  std::optional<std::future<role_build>> f_ref, f_orc;
+  if (!torch_ref) {
+    f_ref = launch("reference", p.reference, p.dtype);
+    f_orc = launch("oracle", p.reference, KF_F64);
+  }
   auto f_cand = launch("candidate", candidate_source, p.dtype);
   std::vector<std::future<role_build>> f_base;
   if (opts.time)
@@ -133,8 +173,8 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
     ev.builds.push_back(b);
     return b.artifact;
   };
-  const auto ref = record(f_ref);
-  const auto orc = record(f_orc);
+  const auto ref = f_ref ? record(*f_ref) : build::artifact{.ok = true};
+  const auto orc = f_orc ? record(*f_orc) : build::artifact{.ok = true};
   const auto cand = record(f_cand);
   std::vector<build::artifact> base;
   for (auto& f : f_base) {
@@ -187,13 +227,24 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   const std::string device_description = device::device_model(p.backend, lease.ordinal);
   ev.device = device::describe_device(p.backend, lease.ordinal);
 
-  // 3. Truth: reference and oracle, in a worker that never sees candidate code.
-  auto truth = run_worker(exe,
+  // 3. Truth: reference and oracle, in a worker that never sees candidate code (or, for a
+  // [torch] problem, the module in the bridge's Python helper, on the same inputs).
+  std::map<output_key, eval::host_tensor> oracle_out, ref_out;
+  worker_outcome truth;
+  if (torch_ref) {
+    std::vector<std::pair<int, std::vector<eval::host_tensor>>> trial_inputs;
+    for (auto& tj : trials)
+      trial_inputs.emplace_back(tj["trial"].get<int>(),
+                                eval::make_trial_inputs(p, tj["case"], tj["seed"], eval::precision::nominal));
+    auto tt = bridge::torch_truth(p, trial_inputs, lease.ordinal, timeout * 4);
+    for (auto& [key, v] : tt.reference) ref_out[{key.first, 0, key.second}] = std::move(v);
+    for (auto& [key, v] : tt.oracle) oracle_out[{key.first, 0, key.second}] = std::move(v);
+  } else
+    truth = run_worker(exe,
                           {{"role", "oracle"}, {"problem", problem_path}, {"device", lease.ordinal},
                            {"libraries", {{"reference", ref.library.string()}, {"oracle", orc.library.string()}}},
                            {"trials", trials}},
                           timeout * 4);
-  std::map<output_key, eval::host_tensor> oracle_out, ref_out;
   for (auto& m : truth.messages) {
     const std::string type = m.header["type"];
     if (type == "error")
@@ -205,7 +256,7 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   }
   ev.phases["oracle_s"] = since(t_phase);
   t_phase = clock::now();
-  if (truth.end != worker_end::done)
+  if (!torch_ref && truth.end != worker_end::done)
     KFORGE_THROW(problem, "{}: the reference worker {} ({}){}", p.reference.string(), worker_end_name(truth.end),
                  truth.detail, truth.output.empty() ? "" : ":\n" + truth.output.substr(0, 2000));
   const auto outs = p.outputs();
@@ -323,8 +374,8 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   // 6. Timing, only for a correct candidate.
   if (!opts.time) return ev;
   const double budget = opts.time_budget_s > 0 ? opts.time_budget_s : p.eval.time_budget_s;
-  nlohmann::json subjects = nlohmann::json::array({{{"name", "candidate"}, {"library", cand.library.string()}},
-                                                   {{"name", "reference"}, {"library", ref.library.string()}}});
+  nlohmann::json subjects = nlohmann::json::array({{{"name", "candidate"}, {"library", cand.library.string()}}});
+  if (!torch_ref) subjects.push_back({{"name", "reference"}, {"library", ref.library.string()}});
   for (std::size_t i = 0; i < base.size(); ++i)
     subjects.push_back({{"name", p.baselines[i].name}, {"library", base[i].library.string()}});
   auto timed = run_worker(exe,
@@ -358,6 +409,26 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
     }
   }
   if (auto f = process_failure(timed, "timing", ev.trials)) add_check(*f);
+  // A [torch] problem's reference is eager PyTorch, timed (with torch.compile) by the
+  // helper with the same protocol; a baseline that cannot be timed is a note, not a failure.
+  if (torch_ref && ev.timing("candidate")) {
+    std::vector<bridge::torch_subject> ts{{"reference", "eager", ""}};
+    if (p.torch->compile) ts.push_back({"torch_compile", "compile", ""});
+    bridge::torch_timing_config tc{.budget_s = budget, .min_samples = p.eval.min_samples,
+                                   .max_samples = p.eval.max_samples, .target_rel_ci = p.eval.target_rel_ci,
+                                   .seed = rng()};
+    for (auto& t : torch_baseline_timings(p, ts, tc, lease.ordinal, device_description, opts.reuse_torch_baselines,
+                                          timeout + 4 * budget + 600, ev.phases)) {
+      if (!t.error.empty() || t.samples.empty()) {
+        ev.review.push_back(fmt::format("PyTorch {} could not be timed: {}", t.subject == "reference" ? "eager" : t.subject,
+                                        t.error.empty() ? "no samples" : t.error));
+        continue;
+      }
+      auto s = eval::summarize(t.subject, t.samples, p.eval.target_rel_ci);
+      if (opts.observer.on_timing) opts.observer.on_timing(s);
+      ev.timings.push_back(s);
+    }
+  }
   ev.phases["timing_s"] = since(t_phase);
 
   // Timed calls re-verified: any check failing on their outputs is a timed_output failure.

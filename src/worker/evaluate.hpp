@@ -51,6 +51,7 @@ struct evaluate_options {
   double timeout_s = 0;                   // 0: the problem's [eval] timeout_s
   bool sanitize = false;                  // compute-sanitizer on a candidate that passed verification (worker/sanitize.hpp)
   int device = 0;                         // device ordinal for the workers, when there is no acquire_device
+  bool reuse_torch_baselines = false;     // [torch] problems: reuse eager/compile timings under an hour old (searches)
   /// Called once the builds are done and before the first worker starts; the evaluation
   /// holds the lease until its last worker has ended. Empty: use `device`, no gate.
   std::function<device_lease()> acquire_device;

@@ -51,6 +51,10 @@ control_kernel other_seed_kernel(const problem::problem& p, const std::filesyste
   control_kernel k{.name = "other_seed"};
   const auto backend = p.backend == problem::backend_kind::cuda ? build::problem_backend::cuda : build::problem_backend::cpu;
   const auto reference = std::filesystem::absolute(p.reference);
+  if (p.torch) {
+    k.skip_reason = "the reference is a PyTorch module (bridge): it has no kf_forward to call on resampled inputs";
+    return k;
+  }
   if (build::toolchain_for(reference, backend) == "nvrtc") {
     k.skip_reason = "the reference is kernel-only (NVRTC launch directives): it has no kf_forward to call";
     return k;

@@ -1,0 +1,1 @@
+../../../problems/conv_relu_pool/seed.cu

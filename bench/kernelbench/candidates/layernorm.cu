@@ -1,0 +1,1 @@
+../../../problems/layernorm/seed.cu

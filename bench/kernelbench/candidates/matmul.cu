@@ -1,0 +1,1 @@
+../../../problems/matmul/seed.cu

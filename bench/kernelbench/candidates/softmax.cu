@@ -1,0 +1,1 @@
+../../../problems/softmax/seed.cu

@@ -1,0 +1,526 @@
+#!/usr/bin/env python3
+"""kforge's PyTorch bridge: the Python side, driven by the C++ side as a subprocess.
+
+    python3 kforge_torch.py COMMAND REQUEST.json ANSWER.json
+
+Commands (the request and answer are JSON; tensors cross in safetensors files):
+  probe     torch's version and whether CUDA is usable (no request needed)
+  describe  load a KernelBench file (Model, get_inputs, get_init_inputs) and say what its
+            inputs, parameters, buffers and outputs are, and its FLOPs
+  run       the module on each trial's inputs at the problem's dtype (the reference) and
+            in float64 (the oracle)
+  time      eager, torch.compile and (for the parity check) a kforge kernel library, timed
+            with kforge's protocol (src/eval/timer.cpp): CUDA events on the current stream,
+            a device-wide sync on both sides of the call, the L2 scrubbed before every
+            sample, three input sets rotated, warm-up discarded, subjects interleaved in
+            alternating order, sampling until every median's 95% CI is under the target
+
+The answer file gets {"error": "..."} and the exit code is 1 when the command fails; what
+the model prints goes to stdout/stderr, never into the answer. Only torch and the standard
+library are used: the safetensors format is read and written here (8-byte header length,
+JSON header, raw little-endian data), so the `safetensors` package is not needed.
+"""
+import ctypes
+import importlib.util
+import inspect
+import json
+import math
+import os
+import struct
+import sys
+import time
+import traceback
+
+import torch
+
+# ---------------------------------------------------------------------------------------
+# safetensors
+
+_ST_DTYPES = {
+    "F16": torch.float16, "BF16": torch.bfloat16, "F32": torch.float32, "F64": torch.float64,
+    "I8": torch.int8, "I32": torch.int32, "I64": torch.int64, "U8": torch.uint8, "BOOL": torch.bool,
+}
+_ST_NAMES = {v: k for k, v in _ST_DTYPES.items()}
+# kforge's dtype names (problem.toml, src/core/dtype.cpp) and the kf_dtype enum values.
+KF_NAMES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "f64": torch.float64,
+            "i8": torch.int8, "i32": torch.int32, "i64": torch.int64, "u8": torch.uint8, "bool": torch.bool}
+KF_ENUM = {torch.float16: 1, torch.bfloat16: 2, torch.float32: 3, torch.float64: 4, torch.int8: 5,
+           torch.int32: 6, torch.int64: 7, torch.uint8: 8, torch.bool: 9}
+
+
+def kf_name(dtype):
+    for k, v in KF_NAMES.items():
+        if v == dtype:
+            return k
+    raise ValueError(f"dtype {dtype} has no kforge equivalent (kforge has {', '.join(KF_NAMES)})")
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        blob = f.read()
+    (n,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8:8 + n])
+    data = memoryview(blob)[8 + n:]
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        b, e = info["data_offsets"]
+        dt = _ST_DTYPES[info["dtype"]]
+        raw = bytearray(data[b:e])
+        t = torch.frombuffer(raw, dtype=dt) if raw else torch.empty(0, dtype=dt)
+        out[name] = t.reshape(info["shape"])
+    return out
+
+
+def write_safetensors(path, tensors):
+    header, chunks, offset = {}, [], 0
+    for name, t in tensors.items():
+        t = t.detach().contiguous().cpu()
+        raw = ctypes.string_at(t.data_ptr(), t.numel() * t.element_size()) if t.numel() else b""
+        header[name] = {"dtype": _ST_NAMES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(raw)]}
+        chunks.append(raw)
+        offset += len(raw)
+    h = json.dumps(header).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)))
+        f.write(h)
+        for c in chunks:
+            f.write(c)
+
+
+# ---------------------------------------------------------------------------------------
+# the module
+
+def load_module(path):
+    path = os.path.abspath(path)
+    sys.path.insert(0, os.path.dirname(path))
+    spec = importlib.util.spec_from_file_location("kforge_reference_module", path)
+    if spec is None or spec.loader is None:
+        raise RuntimeError(f"{path}: not a Python file")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for name in ("Model", "get_inputs", "get_init_inputs"):
+        if not hasattr(mod, name):
+            raise RuntimeError(f"{path}: a KernelBench file defines Model, get_inputs and get_init_inputs; "
+                               f"'{name}' is missing")
+    return mod
+
+
+def honest_fp32():
+    """The reference is fp32 when the problem says fp32: no TF32 in matmul or cuDNN."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+
+
+def forward_names(model, n):
+    try:
+        params = [p for p in inspect.signature(model.forward).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        names = [p.name for p in params]
+    except (TypeError, ValueError):
+        names = []
+    if len(names) != n or len(set(names)) != n:
+        names = [f"in{i}" for i in range(n)]
+    return names
+
+
+def stats(t):
+    if t.numel() == 0:
+        return {}
+    d = t.detach().cpu().double()
+    if t.dtype == torch.bool:
+        return {"min": float(d.min()), "max": float(d.max())}
+    return {"min": float(d.min()), "max": float(d.max()), "mean": float(d.mean()),
+            "std": float(d.std()) if d.numel() > 1 else 0.0,
+            "all_equal": bool((d == d.flatten()[0]).all())}
+
+
+def as_outputs(y):
+    if isinstance(y, torch.Tensor):
+        return [y]
+    if isinstance(y, (tuple, list)) and all(isinstance(v, torch.Tensor) for v in y):
+        return list(y)
+    raise RuntimeError(f"forward() returned {type(y).__name__}; kforge needs a tensor or a tuple of tensors")
+
+
+def flop_count(model, inputs):
+    try:
+        from torch.utils.flop_counter import FlopCounterMode
+        with FlopCounterMode(display=False) as fc, torch.no_grad():
+            model(*inputs)
+        return int(fc.get_total_flops())
+    except Exception:  # noqa: BLE001 -- FLOPs are optional: 0 means "count bytes only"
+        return None
+
+
+def cmd_probe(_req):
+    ok = torch.cuda.is_available()
+    return {"torch_version": torch.__version__, "cuda": ok,
+            "device_name": torch.cuda.get_device_name(0) if ok else "",
+            "python": sys.version.split()[0]}
+
+
+def cmd_describe(req):
+    mod = load_module(req["model"])
+    torch.manual_seed(req.get("seed", 0))
+    init = list(mod.get_init_inputs())
+    try:
+        json.dumps(init)
+    except TypeError as e:
+        raise RuntimeError(f"get_init_inputs() returned something JSON cannot hold ({e}); "
+                           "kforge stores Model's arguments in problem.toml") from e
+    model = mod.Model(*init)
+    inputs = list(mod.get_inputs())
+    for i, x in enumerate(inputs):
+        if not isinstance(x, torch.Tensor):
+            raise RuntimeError(f"get_inputs()[{i}] is a {type(x).__name__}, not a tensor; kforge passes tensors "
+                               "only (make it a constant inside Model)")
+    names = forward_names(model, len(inputs))
+    desc_inputs = [{"name": n, "dtype": kf_name(x.dtype), "shape": list(x.shape), "stats": stats(x)}
+                   for n, x in zip(names, inputs)]
+    state = []
+    for kind, items in (("parameter", model.named_parameters()), ("buffer", model.named_buffers())):
+        for name, t in items:
+            state.append({"torch_name": name, "kind": kind, "dtype": kf_name(t.dtype), "shape": list(t.shape),
+                          "stats": stats(t)})
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    honest_fp32()
+    # Shapes and FLOPs on the meta device when every op supports it (no compute at all);
+    # else one real call.
+    outs, flops, where = None, None, "meta"
+    try:
+        mm = mod.Model(*init).to("meta")
+        mi = [x.to("meta") for x in inputs]
+        with torch.no_grad():
+            outs = as_outputs(mm(*mi))
+        flops = flop_count(mm, mi)
+    except Exception:  # noqa: BLE001
+        where = dev
+        m = model.to(dev)
+        xi = [x.to(dev) for x in inputs]
+        with torch.no_grad():
+            outs = as_outputs(m(*xi))
+        flops = flop_count(m, xi)
+    return {"torch_version": torch.__version__, "init_inputs": init, "training": model.training,
+            "inputs": desc_inputs, "state": state,
+            "outputs": [{"dtype": kf_name(y.dtype), "shape": list(y.shape)} for y in outs],
+            "flops": flops, "shapes_from": where}
+
+
+class Bridge:
+    """The module built from a request, its state filled from kforge's param tensors."""
+
+    def __init__(self, req):
+        self.req = req
+        self._mod = None
+        init = req.get("init_inputs", "[]")
+        self.init = json.loads(init) if isinstance(init, str) else init
+        self.inputs = req.get("inputs", [])    # forward()'s arguments, ABI order: kforge names
+        self.params = req.get("params", [])    # [[kforge name, torch name]]
+        self.outputs = req.get("outputs", [])  # [{"name", "dtype"}]
+        self.dtype = KF_NAMES[req["dtype"]]
+
+    @property
+    def mod(self):
+        # Loaded on first use: timing a kernel library alone (the parity check of a native
+        # problem) needs no module.
+        if self._mod is None:
+            if not self.req.get("model"):
+                raise RuntimeError("this problem has no PyTorch module ([torch] module in problem.toml)")
+            self._mod = load_module(self.req["model"])
+        return self._mod
+
+    def model(self, device, dtype):
+        torch.manual_seed(0)
+        m = self.mod.Model(*self.init)
+        return m.to(device=device, dtype=dtype) if dtype is not None else m.to(device)
+
+    def load_state(self, m, tensors, prefix, device):
+        state = dict(m.named_parameters())
+        state.update(dict(m.named_buffers()))
+        with torch.no_grad():
+            for kname, tname in self.params:
+                if tname not in state:
+                    raise RuntimeError(f"the module has no parameter or buffer '{tname}' (param '{kname}')")
+                dst = state[tname]
+                src = tensors[prefix + kname].to(device)
+                dst.copy_(src.reshape(dst.shape).to(dst.dtype))
+
+    def args(self, tensors, prefix, device, widen):
+        out = []
+        for n in self.inputs:
+            x = tensors[prefix + n].to(device)
+            if widen and x.is_floating_point():
+                x = x.double()
+            out.append(x)
+        return out
+
+
+def cmd_run(req):
+    honest_fp32()
+    b = Bridge(req)
+    dev = req.get("device", "cuda" if torch.cuda.is_available() else "cpu")
+    if dev.startswith("cuda"):
+        torch.cuda.set_device(torch.device(dev))
+    tensors = read_safetensors(req["inputs_file"])
+    ref = b.model(dev, None)
+    orc = b.model(dev, torch.float64)
+    if b.dtype != torch.float32:
+        ref = ref.to(b.dtype)
+    result = {}
+    for trial in req["trials"]:
+        prefix = f"{trial}/"
+        for label, m, widen in (("reference", ref, False), ("oracle", orc, True)):
+            b.load_state(m, tensors, prefix, dev)
+            torch.manual_seed(trial)  # a module that draws (dropout) draws the same in both
+            with torch.no_grad():
+                ys = as_outputs(m(*b.args(tensors, prefix, dev, widen)))
+            if len(ys) != len(b.outputs):
+                raise RuntimeError(f"forward() returned {len(ys)} tensors; the problem declares {len(b.outputs)}")
+            for spec, y in zip(b.outputs, ys):
+                want = KF_NAMES[spec["dtype"]]
+                if label == "oracle" and want.is_floating_point and spec.get("follows_real", True):
+                    want = torch.float64
+                result[f"{prefix}{label}/{spec['name']}"] = y.detach().to(want).cpu()
+    if dev.startswith("cuda"):
+        torch.cuda.synchronize(dev)
+    write_safetensors(req["outputs_file"], result)
+    return {"device": dev, "device_name": torch.cuda.get_device_name(dev) if dev.startswith("cuda") else "cpu",
+            "torch_version": torch.__version__}
+
+
+# ---------------------------------------------------------------------------------------
+# timing, kforge's protocol
+
+def median_ci_rel(s):
+    """The relative half-width of the median's 95% CI; src/eval/statistics.cpp, line for line."""
+    n = len(s)
+    if n < 5:
+        return math.inf
+    s = sorted(s)
+    half = 0.98 * math.sqrt(n)
+    lo = int(max(0.0, math.floor(n / 2.0 - half)))
+    hi = int(min(n - 1.0, math.ceil(n / 2.0 + half)))
+    med = s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+    if med <= 0:
+        return math.inf
+    return (s[hi] - s[lo]) / (2.0 * med)
+
+
+class KfTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int), ("ndim", ctypes.c_int32),
+                ("shape", ctypes.c_int64 * 8), ("strides", ctypes.c_int64 * 8)]
+
+
+class KfArgs(ctypes.Structure):
+    _fields_ = [("inputs", ctypes.POINTER(KfTensor)), ("num_inputs", ctypes.c_int32),
+                ("outputs", ctypes.POINTER(KfTensor)), ("num_outputs", ctypes.c_int32),
+                ("stream", ctypes.c_void_p), ("workspace", ctypes.c_void_p), ("workspace_bytes", ctypes.c_size_t)]
+
+
+def kf_tensor(t):
+    k = KfTensor()
+    k.data = t.data_ptr()
+    k.dtype = KF_ENUM[t.dtype]
+    k.ndim = t.dim()
+    for i, (d, s) in enumerate(zip(t.shape, t.stride())):
+        k.shape[i] = d
+        k.strides[i] = s
+    return k
+
+
+class LibrarySubject:
+    """A kforge kernel library called through the ABI on torch tensors (the parity check)."""
+
+    def __init__(self, path, abi_inputs, out_specs, device):
+        self.lib = ctypes.CDLL(os.path.abspath(path))
+        self.fwd = self.lib.kf_forward
+        self.fwd.argtypes = [ctypes.POINTER(KfArgs)]
+        self.fwd.restype = ctypes.c_int
+        self.ws_fn = getattr(self.lib, "kf_workspace_bytes", None)
+        if self.ws_fn is not None:
+            self.ws_fn.argtypes = [ctypes.POINTER(KfArgs)]
+            self.ws_fn.restype = ctypes.c_size_t
+        self.abi_inputs, self.out_specs, self.device = abi_inputs, out_specs, device
+
+    def prepare(self, tensors):
+        """kf_args for one input set, outputs and workspace allocated once (as kforge does)."""
+        ins = [tensors[n] for n in self.abi_inputs]
+        outs = [torch.empty(o["shape"], dtype=KF_NAMES[o["dtype"]], device=self.device) for o in self.out_specs]
+        ki = (KfTensor * len(ins))(*[kf_tensor(t) for t in ins])
+        ko = (KfTensor * len(outs))(*[kf_tensor(t) for t in outs])
+        stream = torch.cuda.current_stream().cuda_stream if self.device.startswith("cuda") else None
+        a = KfArgs(ki, len(ins), ko, len(outs), stream, None, 0)
+        ws = None
+        if self.ws_fn is not None:
+            nbytes = int(self.ws_fn(ctypes.byref(a)))
+            if nbytes:
+                ws = torch.empty(nbytes, dtype=torch.uint8, device=self.device)
+                a.workspace, a.workspace_bytes = ws.data_ptr(), nbytes
+        keep = (ins, outs, ki, ko, ws)  # alive as long as the args are
+        return a, outs, keep
+
+    def call(self, prepared):
+        a, _, _ = prepared
+        rc = self.fwd(ctypes.byref(a))
+        if rc != 0:
+            raise RuntimeError(f"kf_forward returned {rc}")
+
+
+def cmd_time(req):
+    honest_fp32()
+    b = Bridge(req)
+    dev = req.get("device", "cuda" if torch.cuda.is_available() else "cpu")
+    cuda = dev.startswith("cuda")
+    if cuda:
+        torch.cuda.set_device(torch.device(dev))
+    tensors = read_safetensors(req["inputs_file"])
+    rotations = int(req.get("rotations", 3))
+    cfg = req.get("timing", {})
+    budget = float(cfg.get("budget_s", 2.0))
+    warmup = int(cfg.get("warmup", 2))
+    min_samples = int(cfg.get("min_samples", 10))
+    max_samples = int(cfg.get("max_samples", 1000))
+    target = float(cfg.get("target_rel_ci", 0.01))
+    # An L2 scrub as large as kforge's (twice the L2), rewritten before every sample.
+    scrub = None
+    if cuda:
+        l2 = torch.cuda.get_device_properties(dev).L2_cache_size
+        scrub = torch.empty(max(2 * l2, 1 << 20), dtype=torch.uint8, device=dev)
+    scrub_byte = [0]
+
+    def flush():
+        if scrub is not None:
+            scrub_byte[0] = (scrub_byte[0] + 1) % 256
+            scrub.fill_(scrub_byte[0])
+
+    def sync():
+        if cuda:
+            torch.cuda.synchronize()
+
+    subjects, errors = [], {}
+    for sj in req["subjects"]:
+        name = sj["name"]
+        try:
+            if sj["kind"] in ("eager", "compile"):
+                m = b.model(dev, None if b.dtype == torch.float32 else b.dtype)
+                b.load_state(m, tensors, "0/", dev)
+                sets = [[x.clone() for x in b.args(tensors, f"{r}/", dev, False)] for r in range(rotations)]
+                fn = m
+                if sj["kind"] == "compile":
+                    fn = torch.compile(m, mode=sj.get("mode") or None)
+
+                def call(r, fn=fn, sets=sets):
+                    with torch.no_grad():
+                        fn(*sets[r])
+                subjects.append((name, call, None))
+            elif sj["kind"] == "library":
+                lib = LibrarySubject(sj["path"], req["abi_inputs"], req["abi_outputs"], dev)
+                prepared = []
+                for r in range(rotations):
+                    ts = {n: tensors[f"{r}/{n}"].to(dev).clone() for n in req["abi_inputs"]}
+                    prepared.append(lib.prepare(ts))
+
+                def poison(r, prepared=prepared):
+                    for o in prepared[r][1]:
+                        o.view(torch.uint8).fill_(0xFF)  # as kforge poisons outputs before every call
+
+                def call(r, lib=lib, prepared=prepared):
+                    lib.call(prepared[r])
+                subjects.append((name, call, poison))
+            else:
+                raise RuntimeError(f"unknown subject kind '{sj['kind']}'")
+        except Exception as e:  # noqa: BLE001 -- one subject failing does not stop the others
+            errors[name] = f"{type(e).__name__}: {e}"
+
+    samples = {name: [] for name, _, _ in subjects}
+    rotation = {name: 0 for name, _, _ in subjects}
+    start_ev = torch.cuda.Event(enable_timing=True) if cuda else None
+    stop_ev = torch.cuda.Event(enable_timing=True) if cuda else None
+    failed = set()
+
+    def one(k, keep):
+        name, call, prepare = subjects[k]
+        if name in failed:
+            return
+        r = rotation[name] % rotations
+        rotation[name] += 1
+        if prepare:
+            prepare(r)
+        flush()
+        sync()
+        try:
+            if cuda:
+                start_ev.record()
+                h0 = time.perf_counter()
+                call(r)
+                torch.cuda.synchronize()
+                stop_ev.record()
+                stop_ev.synchronize()
+                h1 = time.perf_counter()
+                t = start_ev.elapsed_time(stop_ev) * 1e-3
+                if t > (h1 - h0) * 1.05 + 50e-6:
+                    raise RuntimeError(f"CUDA events measured {t:.6g} s but the host clock only {h1 - h0:.6g} s")
+            else:
+                h0 = time.perf_counter()
+                call(r)
+                t = time.perf_counter() - h0
+        except Exception as e:  # noqa: BLE001
+            errors[name] = f"{type(e).__name__}: {e}"
+            failed.add(name)
+            return
+        if keep:
+            samples[name].append(t)
+
+    # Warm-up (torch.compile compiles here, untimed), then interleaved sampling; the budget
+    # starts after warm-up so that a slow compile does not eat the samples.
+    for _ in range(warmup):
+        for k in range(len(subjects)):
+            one(k, False)
+    t0 = time.perf_counter()
+    for i in range(max_samples):
+        if len(failed) == len(subjects):
+            break
+        order = range(len(subjects)) if i % 2 == 0 else reversed(range(len(subjects)))
+        for k in order:
+            one(k, True)
+        if i + 1 < min_samples:
+            continue
+        if all(median_ci_rel(samples[n]) <= target for n, _, _ in subjects if n not in failed):
+            break
+        if time.perf_counter() - t0 > budget:
+            break
+    return {"device": dev, "device_name": torch.cuda.get_device_name(dev) if cuda else "cpu",
+            "torch_version": torch.__version__,
+            "subjects": [{"name": n, "samples": samples.get(n, []), "error": errors.get(n, "")}
+                         for n in [s["name"] for s in req["subjects"]]]}
+
+
+COMMANDS = {"probe": cmd_probe, "describe": cmd_describe, "run": cmd_run, "time": cmd_time}
+
+
+def main(argv):
+    if len(argv) != 4 or argv[1] not in COMMANDS:
+        print(__doc__, file=sys.stderr)
+        return 2
+    req = {}
+    if argv[2] != "-":
+        with open(argv[2]) as f:
+            req = json.load(f)
+    try:
+        answer = COMMANDS[argv[1]](req)
+        rc = 0
+    except Exception as e:  # noqa: BLE001 -- every failure becomes an answer the C++ side can show
+        traceback.print_exc()
+        answer = {"error": f"{type(e).__name__}: {e}"}
+        rc = 1
+    with open(argv[3], "w") as f:
+        json.dump(answer, f)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

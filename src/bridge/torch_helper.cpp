@@ -1,0 +1,133 @@
+#include "bridge/torch_helper.hpp"
+
+#include "core/error.hpp"
+#include "core/fs.hpp"
+#include "core/subprocess.hpp"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <random>
+#include <unistd.h>
+
+namespace kforge::bridge {
+namespace fs = std::filesystem;
+namespace {
+
+fs::path helper_script() {
+  if (const char* e = std::getenv("KFORGE_TORCH_HELPER"); e && *e) return e;
+  // Beside the binary first (build/ or dist/ in a checkout), then the source tree it was built from.
+  for (const auto& root : {self_exe().parent_path().parent_path(), fs::path(KFORGE_SOURCE_DIR)}) {
+    auto p = root / "python" / "kforge_torch.py";
+    std::error_code ec;
+    if (fs::is_regular_file(p, ec)) return p;
+  }
+  return fs::path(KFORGE_SOURCE_DIR) / "python" / "kforge_torch.py";
+}
+
+// $KFORGE_PYTHON; the venv scripts/setup.sh makes (.venv beside build/); python3 on PATH.
+std::string find_python() {
+  if (const char* e = std::getenv("KFORGE_PYTHON"); e && *e) return e;
+  for (const auto& root : {self_exe().parent_path().parent_path(), fs::path(KFORGE_SOURCE_DIR)}) {
+    auto p = root / ".venv" / "bin" / "python3";
+    std::error_code ec;
+    if (fs::exists(p, ec)) return p.string();
+  }
+  auto p = find_on_path("python3");
+  return p.empty() ? std::string() : p.string();
+}
+
+} // namespace
+
+fs::path scratch_dir(std::string_view tag) {
+  static std::atomic<unsigned> counter{0};
+  std::random_device rd;
+  const fs::path d = cache_root() / "tmp" /
+                     fmt::format("{}-{}-{}-{:08x}", tag, ::getpid(), counter++, static_cast<unsigned>(rd()));
+  fs::create_directories(d);
+  return d;
+}
+
+void remove_scratch(const fs::path& dir) {
+  if (const char* k = std::getenv("KFORGE_KEEP_BRIDGE_FILES"); k && *k) return;
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
+nlohmann::json call_helper(std::string_view command, const nlohmann::json& request, double timeout_s) {
+  // No probe first (it costs an import of torch); a missing torch shows in the answer.
+  const std::string python = find_python();
+  if (python.empty()) KFORGE_THROW(usage, "the PyTorch bridge needs python3 (none on PATH; or set KFORGE_PYTHON)");
+  const auto dir = scratch_dir(std::string(command));
+  const auto req = dir / "request.json", ans = dir / "answer.json";
+  write_file_atomic(req, request.dump());
+  auto r = run_command({python, helper_script().string(), std::string(command), req.string(), ans.string()}, timeout_s);
+  nlohmann::json answer;
+  std::error_code ec;
+  if (fs::exists(ans, ec)) answer = nlohmann::json::parse(read_file(ans), nullptr, false);
+  remove_scratch(dir);
+  auto tail = [&] {
+    const std::size_t keep = 3000;
+    return r.output.size() > keep ? "..." + r.output.substr(r.output.size() - keep) : r.output;
+  };
+  if (r.timed_out)
+    KFORGE_THROW(problem, "the PyTorch helper ({}) timed out after {:g} s{}", command, timeout_s,
+                 r.output.empty() ? "" : ":\n" + tail());
+  if (r.output.find("No module named 'torch'") != std::string::npos)
+    KFORGE_THROW(usage, "{} cannot import torch: run scripts/setup.sh (it installs torch into .venv) or set "
+                        "KFORGE_PYTHON to an interpreter that has it", python);
+  if (answer.is_object() && answer.contains("error"))
+    KFORGE_THROW(problem, "the PyTorch helper ({}) failed: {}\n{}", command, answer["error"].get<std::string>(), tail());
+  if (!r.ok() || !answer.is_object())
+    KFORGE_THROW(problem, "the PyTorch helper ({}) ended without an answer ({}){}", command,
+                 r.signaled ? fmt::format("signal {}", r.signal) : fmt::format("exit code {}", r.exit_code),
+                 r.output.empty() ? "" : ":\n" + tail());
+  return answer;
+}
+
+const torch_status& torch_probe() {
+  static std::once_flag once;
+  static torch_status s;
+  std::call_once(once, [] {
+    s.python = find_python();
+    s.helper = helper_script().string();
+    if (s.python.empty()) {
+      s.why = "no python3 on PATH (set KFORGE_PYTHON to an interpreter with torch)";
+      return;
+    }
+    std::error_code ec;
+    if (!fs::is_regular_file(s.helper, ec)) {
+      s.why = fmt::format("the bridge's Python helper is missing ({}; set KFORGE_TORCH_HELPER)", s.helper);
+      return;
+    }
+    const auto dir = scratch_dir("probe");
+    const auto ans = dir / "answer.json";
+    auto r = run_command({s.python, s.helper, "probe", "-", ans.string()}, 120);
+    nlohmann::json a;
+    if (fs::exists(ans, ec)) a = nlohmann::json::parse(read_file(ans), nullptr, false);
+    remove_scratch(dir);
+    if (!r.ok() || !a.is_object() || !a.contains("torch_version")) {
+      const bool no_module = r.output.find("No module named 'torch'") != std::string::npos;
+      s.why = no_module ? fmt::format("{} cannot import torch: run scripts/setup.sh (it installs torch into .venv) "
+                                      "or set KFORGE_PYTHON to an interpreter that has it",
+                                      s.python)
+                        : fmt::format("{} {} probe failed: {}", s.python, s.helper, r.output.substr(0, 600));
+      return;
+    }
+    s.available = true;
+    s.version = a["torch_version"];
+    s.cuda = a.value("cuda", false);
+    s.device_name = a.value("device_name", "");
+  });
+  return s;
+}
+
+const torch_status& require_torch(std::string_view what) {
+  const auto& s = torch_probe();
+  if (!s.available) KFORGE_THROW(usage, "{} needs PyTorch: {}", what, s.why);
+  return s;
+}
+
+} // namespace kforge::bridge

@@ -1,0 +1,44 @@
+#pragma once
+// The PyTorch bridge's process boundary: finds a Python with torch and runs
+// python/kforge_torch.py as a subprocess, one command per call (probe, describe, run,
+// time). Requests and answers are JSON files; tensors cross in safetensors files
+// (bridge/safetensors.hpp). kforge never embeds Python: a model that crashes, hangs or
+// prints takes down a helper process, not the harness.
+//   auto& t = bridge::torch_probe();          // cached; t.available, t.version, t.why
+//   auto answer = bridge::call_helper("describe", {{"model", "model.py"}}, 120);
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace kforge::bridge {
+
+struct torch_status {
+  bool available = false;
+  std::string python;      // the interpreter: $KFORGE_PYTHON, <kforge>/../.venv, or python3 on PATH
+  std::string helper;      // python/kforge_torch.py
+  std::string version;     // torch.__version__
+  bool cuda = false;       // torch.cuda.is_available() in that interpreter
+  std::string device_name; // GPU 0's name, when cuda
+  std::string why;         // when !available: what is missing and how to get it
+};
+
+/// Looks for torch once per process (about a second: python imports torch).
+[[nodiscard]] const torch_status& torch_probe();
+
+/// @return torch_probe() when torch is available.
+/// @throws kforge::error (usage) "WHAT needs PyTorch: WHY" otherwise.
+const torch_status& require_torch(std::string_view what);
+
+/// Runs `kforge_torch.py COMMAND` on `request`; the answer's JSON.
+/// @throws kforge::error (problem) with the helper's message and the tail of what the
+///         Python side printed, when it fails, times out or answers nothing.
+[[nodiscard]] nlohmann::json call_helper(std::string_view command, const nlohmann::json& request, double timeout_s);
+
+/// A fresh private directory for one call's files (removed by the caller, or left in
+/// the cache's tmp/ for a post-mortem when KFORGE_KEEP_BRIDGE_FILES is set).
+[[nodiscard]] std::filesystem::path scratch_dir(std::string_view tag);
+void remove_scratch(const std::filesystem::path& dir);
+
+} // namespace kforge::bridge

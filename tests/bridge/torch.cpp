@@ -1,0 +1,252 @@
+// The PyTorch bridge: KernelBench files imported as problems, the module as reference and
+// float64 oracle, eager timings beside the candidate. Tests that run Python skip, saying
+// why, where torch is not installed (scripts/setup.sh installs it into .venv).
+#include "bridge/kernelbench.hpp"
+#include "bridge/torch_helper.hpp"
+#include "bridge/torch_reference.hpp"
+#include "core/error.hpp"
+#include "core/fs.hpp"
+#include "core/subprocess.hpp"
+#include "eval/inputs.hpp"
+#include "problem/problem.hpp"
+#include "test_util.hpp"
+#include "worker/evaluate.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace kforge;
+
+namespace {
+
+std::filesystem::path data(const std::string& f) { return std::filesystem::path(KFORGE_TEST_DIR) / "bridge" / "data" / f; }
+
+#define REQUIRE_TORCH()                                                                                    \
+  do {                                                                                                     \
+    if (!bridge::torch_probe().available) GTEST_SKIP() << "PyTorch bridge: " << bridge::torch_probe().why; \
+  } while (0)
+
+// What the helper's describe says of kb_linear_relu.py (recorded from a run), so that the
+// problem.toml writer is tested without Python.
+nlohmann::json linear_relu_description() {
+  return nlohmann::json::parse(R"({
+    "torch_version": "2.15.0", "init_inputs": [32, 24, 0.5], "training": true,
+    "inputs": [{"name": "x", "dtype": "f32", "shape": [16, 32],
+                "stats": {"min": -2.9, "max": 2.9, "mean": 0.02, "std": 0.95, "all_equal": false}}],
+    "state": [{"torch_name": "linear.weight", "kind": "parameter", "dtype": "f32", "shape": [24, 32],
+               "stats": {"min": -0.1763, "max": 0.1767, "mean": 0.0, "std": 0.1, "all_equal": false}},
+              {"torch_name": "linear.bias", "kind": "parameter", "dtype": "f32", "shape": [24],
+               "stats": {"min": -0.17, "max": 0.176, "mean": 0.0, "std": 0.1, "all_equal": false}},
+              {"torch_name": "bn.weight", "kind": "parameter", "dtype": "f32", "shape": [24],
+               "stats": {"min": 1, "max": 1, "mean": 1, "std": 0, "all_equal": true}},
+              {"torch_name": "bn.num_batches_tracked", "kind": "buffer", "dtype": "i64", "shape": [],
+               "stats": {"min": 0, "max": 0}}],
+    "outputs": [{"dtype": "f32", "shape": [16, 24]}], "flops": 24576, "shapes_from": "meta"})");
+}
+
+} // namespace
+
+TEST(kernelbench_toml, writes_a_problem_that_loads_with_params_named_after_module_state) {
+  test::temp_dir d;
+  std::vector<std::string> notes;
+  const auto toml = bridge::kernelbench_toml(linear_relu_description(), "linear_relu", "cpu", "kb.py", &notes);
+  test::write(d / "problem.toml", toml);
+  test::write(d / "model.py", "# stand-in\n");
+  const auto p = problem::load(d.path);
+  ASSERT_TRUE(p.torch.has_value());
+  EXPECT_EQ(p.torch->module, (d / "model.py").lexically_normal());
+  EXPECT_EQ(p.torch->init_inputs, "[32,24,0.5]");
+  EXPECT_EQ(p.reference, p.torch->module);
+  const auto in = p.inputs();
+  ASSERT_EQ(in.size(), 4u); // x, linear.weight, linear.bias, bn.weight; the counter is left out
+  EXPECT_EQ(in[0]->name, "x");
+  EXPECT_EQ(in[0]->role, problem::tensor_role::input);
+  EXPECT_EQ(in[1]->name, "linear_weight");
+  EXPECT_EQ(in[1]->role, problem::tensor_role::param);
+  EXPECT_EQ(in[1]->torch_name, "linear.weight");
+  EXPECT_EQ(in[3]->torch_name, "bn.weight");
+  ASSERT_EQ(p.outputs().size(), 1u);
+  EXPECT_EQ(p.outputs()[0]->name, "y");
+  EXPECT_EQ(p.outputs()[0]->shape, (std::vector<int64_t>{16, 24}));
+  EXPECT_DOUBLE_EQ(p.work.flops, 24576);
+  EXPECT_DOUBLE_EQ(p.work.min_bytes, 4.0 * (16 * 32 + 24 * 32 + 24 + 24 + 16 * 24));
+  ASSERT_EQ(p.cases.size(), 2u); // default and shifted
+  EXPECT_EQ(p.cases[0].inputs.at("x").text, "normal(0, 1)"); // std 0.95 of one draw of randn: 1
+  EXPECT_EQ(p.cases[0].inputs.at("linear_weight").text, "uniform(-0.18, 0.18)");
+  // A constant (a norm weight of ones) is drawn around the constant, so assuming it fails.
+  EXPECT_EQ(p.cases[0].inputs.at("bn_weight").text, "uniform(0.5, 1.5)");
+  EXPECT_EQ(p.cases[1].name, "shifted");
+  EXPECT_EQ(p.cases[1].inputs.at("x").text, "normal(1.9, 2.8)");
+  EXPECT_EQ(p.cases[1].inputs.at("linear_weight").text, p.cases[0].inputs.at("linear_weight").text);
+  bool counter_noted = false, training_noted = false;
+  for (auto& n : notes) {
+    counter_noted |= n.find("num_batches_tracked") != std::string::npos;
+    training_noted |= n.find("training mode") != std::string::npos;
+  }
+  EXPECT_TRUE(counter_noted);
+  EXPECT_TRUE(training_noted);
+}
+
+TEST(torch_problem, rejects_a_param_without_torch_name_and_a_reference_beside_torch) {
+  test::temp_dir d;
+  test::write(d / "model.py", "# stand-in\n");
+  const std::string base = "name = \"t\"\nbackend = \"cpu\"\n[torch]\nmodule = \"model.py\"\n"
+                           "[[outputs]]\nname = \"y\"\nshape = [4]\n";
+  test::write(d / "problem.toml", base + "[[inputs]]\nname = \"w\"\nshape = [4]\nparam = true\n");
+  try {
+    (void)problem::load(d.path);
+    FAIL() << "loaded";
+  } catch (const kforge::error& e) {
+    EXPECT_NE(std::string(e.what()).find("param 'w' needs torch_name"), std::string::npos) << e.what();
+  }
+  test::write(d / "reference.cpp", "\n");
+  test::write(d / "problem.toml", "reference = \"reference.cpp\"\n" + base + "[[inputs]]\nname = \"x\"\nshape = [4]\n");
+  try {
+    (void)problem::load(d.path);
+    FAIL() << "loaded";
+  } catch (const kforge::error& e) {
+    EXPECT_NE(std::string(e.what()).find("remove 'reference'"), std::string::npos) << e.what();
+  }
+  test::write(d / "problem.toml", base + "[[inputs]]\nname = \"x\"\nshape = [4]\ntorch_name = \"a\"\n");
+  EXPECT_THROW((void)problem::load(d.path), kforge::error); // torch_name on a non-param
+  test::write(d / "problem.toml",
+              "name = \"t\"\nbackend = \"cpu\"\n[torch]\nmodule = \"model.py\"\ninit_inputs = \"[1, 2\"\n"
+              "[[inputs]]\nname = \"x\"\nshape = [4]\n[[outputs]]\nname = \"y\"\nshape = [4]\n");
+  try {
+    (void)problem::load(d.path);
+    FAIL() << "loaded";
+  } catch (const kforge::error& e) {
+    EXPECT_NE(std::string(e.what()).find("torch.init_inputs"), std::string::npos) << e.what();
+  }
+}
+
+TEST(torch_bridge, says_what_is_missing_when_torch_is_absent) {
+  const auto& t = bridge::torch_probe();
+  if (t.available) {
+    EXPECT_FALSE(t.version.empty());
+    EXPECT_NO_THROW((void)bridge::require_torch("x"));
+  } else {
+    EXPECT_FALSE(t.why.empty());
+    try {
+      (void)bridge::require_torch("kforge import kernelbench");
+      FAIL() << "no throw";
+    } catch (const kforge::error& e) {
+      EXPECT_NE(std::string(e.what()).find("kforge import kernelbench needs PyTorch"), std::string::npos);
+    }
+  }
+}
+
+class imported : public ::testing::Test {
+protected:
+  test::cache_env cache;
+  test::temp_dir dir;
+  problem::problem p;
+  worker::evaluate_options opts;
+  void SetUp() override {
+    REQUIRE_TORCH();
+    auto r = bridge::import_kernelbench(data("kb_linear_relu.py"), {.out = dir / "lr", .backend = "cpu"});
+    // torch.compile on the CPU compiles C++ for a minute: the GPU tests time it.
+    auto toml = read_file(r.dir / "problem.toml");
+    toml.replace(toml.find("compile = true"), 14, "compile = false");
+    test::write(r.dir / "problem.toml", toml);
+    p = problem::load(r.dir);
+    opts.worker_exe = test::worker_binary();
+    opts.time_budget_s = 0.3;
+  }
+};
+
+TEST_F(imported, a_correct_candidate_passes_and_is_timed_against_eager_pytorch) {
+  ASSERT_TRUE(p.torch);
+  EXPECT_EQ(p.name, "kb_linear_relu");
+  auto ev = worker::evaluate(p, data("linear_relu.cpp"), opts);
+  ASSERT_TRUE(ev.passed()) << ev.message;
+  ASSERT_NE(ev.timing("candidate"), nullptr);
+  ASSERT_NE(ev.timing("reference"), nullptr) << "eager PyTorch is the reference's time";
+  EXPECT_GT(ev.timing("reference")->samples, 0);
+  EXPECT_EQ(ev.phases.value("torch_baselines", ""), "measured");
+  EXPECT_FALSE(ev.reference_errors.empty());
+  for (auto& b : ev.builds) EXPECT_EQ(b.role, "candidate"); // no reference or oracle builds
+}
+
+TEST_F(imported, a_candidate_that_drops_a_param_fails_naming_the_worst_element) {
+  auto ev = worker::evaluate(p, data("linear_relu_no_bias.cpp"), opts);
+  EXPECT_EQ(ev.status, "tolerance") << ev.message;
+  EXPECT_NE(ev.message.find("expected"), std::string::npos) << ev.message;
+  EXPECT_TRUE(ev.timings.empty());
+}
+
+TEST_F(imported, truth_is_the_module_at_nominal_precision_and_in_float64) {
+  const auto in = eval::make_inputs(p, p.cases[0], 42, eval::precision::nominal);
+  auto t = bridge::torch_truth(p, {{3, in}}, 0, 300);
+  ASSERT_EQ(t.reference.count({3, 0}), 1u);
+  EXPECT_EQ(t.reference.at({3, 0}).dtype, KF_F32);
+  EXPECT_EQ(t.oracle.at({3, 0}).dtype, KF_F64);
+  EXPECT_EQ(t.oracle.at({3, 0}).bytes.size(), 16u * 24 * 8);
+  // y = relu(x W^T + b) / 2 from the inputs kforge drew: check one element by hand.
+  const auto* x = reinterpret_cast<const float*>(in[0].bytes.data());
+  const auto* w = reinterpret_cast<const float*>(in[1].bytes.data());
+  const auto* b = reinterpret_cast<const float*>(in[2].bytes.data());
+  double acc = b[5];
+  for (int k = 0; k < 32; ++k) acc += double(x[2 * 32 + k]) * w[5 * 32 + k];
+  const double want = (acc > 0 ? acc : 0) * 0.5;
+  EXPECT_NEAR(reinterpret_cast<const double*>(t.oracle.at({3, 0}).bytes.data())[2 * 24 + 5], want, 1e-6);
+}
+
+TEST_F(imported, the_bridge_timer_times_a_kernel_library_through_the_abi) {
+  auto ev = worker::evaluate(p, data("linear_relu.cpp"), opts);
+  ASSERT_TRUE(ev.passed()) << ev.message;
+  std::filesystem::path lib;
+  for (auto& b : ev.builds)
+    if (b.role == "candidate") lib = b.artifact.library;
+  auto t = bridge::torch_time(p, {{"lib", "library", lib.string()}, {"eager", "eager", ""}},
+                              {.budget_s = 0.2, .min_samples = 5}, 0, 300);
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t[0].error, "");
+  EXPECT_GE(t[0].samples.size(), 5u);
+  EXPECT_GE(t[1].samples.size(), 5u);
+}
+
+TEST(torch_import, refuses_a_file_that_is_not_kernelbench_and_an_existing_problem) {
+  REQUIRE_TORCH();
+  test::temp_dir d;
+  test::write(d / "bad.py", "import torch\nclass Model(torch.nn.Module):\n    pass\n");
+  try {
+    (void)bridge::import_kernelbench(d / "bad.py", {.out = d / "p", .backend = "cpu"});
+    FAIL() << "imported";
+  } catch (const kforge::error& e) {
+    EXPECT_NE(std::string(e.what()).find("get_inputs"), std::string::npos) << e.what();
+  }
+  (void)bridge::import_kernelbench(data("kb_relu.py"), {.out = d / "r", .backend = "cpu"});
+  EXPECT_THROW((void)bridge::import_kernelbench(data("kb_relu.py"), {.out = d / "r", .backend = "cpu"}), kforge::error);
+  EXPECT_NO_THROW((void)bridge::import_kernelbench(data("kb_relu.py"), {.out = d / "r", .backend = "cpu", .force = true}));
+}
+
+TEST(torch_cli, import_then_check_a_kernelbench_file) {
+  REQUIRE_TORCH();
+  test::cache_env cache;
+  test::temp_dir d;
+  const auto k = test::kforge_binary().string();
+  auto r = run_command({k, "import", "kernelbench", data("kb_relu.py").string(), "--out", (d / "relu").string(),
+                        "--backend", "cpu", "--json"},
+                       600);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto j = nlohmann::json::parse(r.output.substr(r.output.find('{')));
+  EXPECT_EQ(j["schema"], "kforge.import/1");
+  EXPECT_EQ(j["module"]["inputs"][0]["name"], "x");
+  // The reference runs at f32 and in float64 on every case; the controls must all fail
+  // (other_seed is skipped: the reference has no kf_forward).
+  r = run_command({k, "--db", (d / "k.db").string(), "check", (d / "relu").string(), "--json"}, 900);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  j = nlohmann::json::parse(r.output.substr(r.output.find('{')));
+  EXPECT_EQ(j["reference"]["passed"], true);
+  EXPECT_FALSE(j["reference"]["torch_version"].get<std::string>().empty());
+  int skipped = 0;
+  for (auto& c : j["controls"]) {
+    if (c["verdict"] == "skipped") {
+      ++skipped;
+      EXPECT_EQ(c["name"], "other_seed");
+    } else {
+      EXPECT_EQ(c["verdict"], "fails") << c.dump();
+    }
+  }
+  EXPECT_EQ(skipped, 1);
+}

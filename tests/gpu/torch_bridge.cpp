@@ -1,0 +1,63 @@
+// The PyTorch bridge on a real GPU (label: gpu): a KernelBench-format file imported as a
+// CUDA problem, a CUDA candidate judged against the module's float64 oracle and timed
+// beside eager PyTorch and torch.compile; the bridge's timer timing a kernel library
+// through the ABI (the parity check's machinery). Skips, saying why, without torch.
+#include "bridge/kernelbench.hpp"
+#include "bridge/torch_helper.hpp"
+#include "bridge/torch_reference.hpp"
+#include "problem/problem.hpp"
+#include "test_util.hpp"
+#include "worker/evaluate.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace kforge;
+
+namespace {
+
+struct imported_relu {
+  test::temp_dir dir;
+  problem::problem p;
+  imported_relu() {
+    auto r = bridge::import_kernelbench(test::source_dir() / "tests" / "bridge" / "data" / "kb_relu.py",
+                                        {.out = dir / "relu", .backend = "cuda"});
+    p = problem::load(r.dir);
+  }
+};
+
+std::filesystem::path relu_candidate() { return test::source_dir() / "bench" / "kernelbench" / "candidates" / "relu.cu"; }
+
+} // namespace
+
+TEST(gpu_torch_bridge, a_cuda_candidate_is_judged_by_the_module_and_timed_beside_eager_and_compile) {
+  if (!bridge::torch_probe().available) GTEST_SKIP() << bridge::torch_probe().why;
+  ASSERT_TRUE(bridge::torch_probe().cuda) << "torch on the GPU machine has no CUDA";
+  imported_relu r;
+  worker::evaluate_options o;
+  o.worker_exe = test::worker_binary();
+  o.time_budget_s = 0.5;
+  auto ev = worker::evaluate(r.p, relu_candidate(), o);
+  ASSERT_TRUE(ev.passed()) << ev.message;
+  ASSERT_NE(ev.timing("candidate"), nullptr);
+  ASSERT_NE(ev.timing("reference"), nullptr) << "eager";
+  ASSERT_NE(ev.timing("torch_compile"), nullptr) << (ev.review.empty() ? "" : ev.review[0]);
+  EXPECT_TRUE(ev.speedup().has_value());
+  for (auto& t : ev.timings) std::printf("  %-14s median %.4g ms over %d samples\n", t.subject.c_str(), t.median_s * 1e3, t.samples);
+}
+
+TEST(gpu_torch_bridge, the_bridge_timer_times_the_candidate_library_through_the_abi) {
+  if (!bridge::torch_probe().available) GTEST_SKIP() << bridge::torch_probe().why;
+  imported_relu r;
+  worker::evaluate_options o;
+  o.worker_exe = test::worker_binary();
+  o.time_budget_s = 0.5;
+  auto ev = worker::evaluate(r.p, relu_candidate(), o);
+  ASSERT_TRUE(ev.passed()) << ev.message;
+  std::filesystem::path lib;
+  for (auto& b : ev.builds)
+    if (b.role == "candidate") lib = b.artifact.library;
+  auto t = bridge::torch_time(r.p, {{"candidate", "library", lib.string()}}, {.budget_s = 0.5}, 0, 300);
+  ASSERT_EQ(t.size(), 1u);
+  ASSERT_EQ(t[0].error, "");
+  EXPECT_GE(t[0].samples.size(), 10u);
+}
