@@ -15,8 +15,23 @@ if ! ldd dist/kforge-nvrtc | grep -q "libnvrtc.so.13 => /"; then
   echo "libnvrtc.so.13 from $nvrtc_dir"
   export LD_LIBRARY_PATH=$nvrtc_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
+if [ -n "${DEVICE_TORCH:-}" ]; then
+echo "=== torch"
+dist/kforge calibrate | tail -3
+python3 -c "import torch, sys; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.cuda.is_available())"
+echo "=== GPU tests: the PyTorch bridge"
+timeout 300 dist/test_gpu --gtest_filter='gpu_torch_bridge*' 2>&1 | tee "$OUT/test_gpu_torch.log" | grep -E "^\[  |Failure|Which is|median|SKIP|skipped" | head -30
+for p in ${DEVICE_PARITY:-}; do
+  echo "=== parity $p: the seed timed by kforge's worker and by the bridge's timer"
+  /usr/bin/time -f '%e s wall' timeout 300 dist/kforge eval problems/$p problems/$p/seed.cu --torch-parity --time-budget 2 | grep -E "parity|time  |verify"
+done
+echo "=== KernelBench-format suite"
+KFORGE=dist/kforge /usr/bin/time -f '%e s wall' timeout 540 bench/kernelbench/run.sh "$OUT/kb"
+fi
+[ -n "${SKIP_GPU_TESTS:-}" ] || {
 echo "=== GPU tests"
 timeout 420 dist/test_gpu 2>&1 | tee "$OUT/test_gpu.log" | grep -E "^\[  |Failure|Which is|status" | head -60
+}
 echo "=== calibrate"
 dist/kforge calibrate
 if [ -z "${SKIP_LATENCY:-}" ]; then

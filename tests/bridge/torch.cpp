@@ -250,3 +250,28 @@ TEST(torch_cli, import_then_check_a_kernelbench_file) {
   }
   EXPECT_EQ(skipped, 1);
 }
+
+TEST(torch_cli, export_torch_builds_an_extension_that_matches_the_module) {
+  REQUIRE_TORCH();
+  test::cache_env cache;
+  test::temp_dir d;
+  const auto k = test::kforge_binary().string(), db = (d / "k.db").string();
+  auto r = run_command({k, "import", "kernelbench", data("kb_linear_relu.py").string(), "--out", (d / "lr").string(),
+                        "--backend", "cpu"},
+                       600);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto toml = read_file(d / "lr" / "problem.toml");
+  toml.replace(toml.find("compile = true"), 14, "compile = false");
+  test::write(d / "lr" / "problem.toml", toml);
+  test::write(d / "lr" / "seed.cpp", read_file(data("linear_relu.cpp")));
+  r = run_command({k, "--db", db, "optimize", (d / "lr").string(), "--strategy", "tune", "--time-budget", "0.2"}, 600);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_command({k, "--db", db, "export", "1", "--torch", "--out", (d / "ex").string(), "--json"}, 600);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // The extension is built by torch.utils.cpp_extension and checked against Model itself.
+  r = run_command({"sh", "-c",
+                   "cd '" + (d / "ex").string() + "' && '" + bridge::torch_probe().python + "' test_kforge_ext.py"},
+                  900);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("kforge_ext: OK"), std::string::npos) << r.output;
+}

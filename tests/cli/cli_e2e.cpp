@@ -41,7 +41,7 @@ std::string problem(const std::string& name) { return (test::problems_dir() / na
 } // namespace
 
 TEST(cli, help_on_every_command) {
-  for (auto cmd : {"check", "eval", "show", "optimize", "profile", "export", "log", "calibrate"}) {
+  for (auto cmd : {"check", "eval", "show", "optimize", "profile", "export", "log", "calibrate", "suite", "import"}) {
     auto r = kforge_run({cmd, "--help"});
     EXPECT_EQ(r.code, 0) << cmd;
     EXPECT_NE(r.out.find("--json"), std::string::npos) << cmd;
