@@ -8,6 +8,8 @@ OUT=${OUT:-$PWD/device-out}
 mkdir -p "$OUT"
 export KFORGE_SOURCE_DIR=$PWD KFORGE_CUOBJDUMP=$PWD/third_party/cudatools/bin/cuobjdump KFORGE_WORKER=$PWD/dist/kforge-worker KFORGE_CACHE=/tmp/kforge-cache KFORGE_DB=$OUT/kforge.db
 nvidia-smi -L
+# The GPU machine's torch lives in its own venv, not on PATH's python3.
+[ -z "${KFORGE_PYTHON:-}" ] && [ -x /opt/torch/.venv/bin/python3 ] && export KFORGE_PYTHON=/opt/torch/.venv/bin/python3
 # kforge-nvrtc needs libnvrtc.so.13: found through its RUNPATH where the toolkit sits where it
 # did on the build machine, else here.
 if ! ldd dist/kforge-nvrtc | grep -q "libnvrtc.so.13 => /"; then
@@ -18,7 +20,7 @@ fi
 if [ -n "${DEVICE_TORCH:-}" ]; then
 echo "=== torch"
 dist/kforge calibrate | tail -3
-python3 -c "import torch, sys; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.cuda.is_available())"
+"${KFORGE_PYTHON:-python3}" -c "import torch, sys; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.cuda.is_available())"
 echo "=== GPU tests: the PyTorch bridge"
 timeout 300 dist/test_gpu --gtest_filter='gpu_torch_bridge*' 2>&1 | tee "$OUT/test_gpu_torch.log" | grep -E "^\[  |Failure|Which is|median|SKIP|skipped" | head -30
 for p in ${DEVICE_PARITY:-}; do
