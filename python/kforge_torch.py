@@ -2,6 +2,7 @@
 """kforge's PyTorch bridge: the Python side, driven by the C++ side as a subprocess.
 
     python3 kforge_torch.py COMMAND REQUEST.json ANSWER.json
+    python3 kforge_torch.py serve      (requests as JSON lines on stdin, answers on fd 3)
 
 Commands (the request and answer are JSON; tensors cross in safetensors files):
   probe     torch's version and whether CUDA is usable (no request needed)
@@ -95,7 +96,8 @@ def write_safetensors(path, tensors):
 
 def load_module(path):
     path = os.path.abspath(path)
-    sys.path.insert(0, os.path.dirname(path))
+    if os.path.dirname(path) not in sys.path:
+        sys.path.insert(0, os.path.dirname(path))
     spec = importlib.util.spec_from_file_location("kforge_reference_module", path)
     if spec is None or spec.loader is None:
         raise RuntimeError(f"{path}: not a Python file")
@@ -502,24 +504,57 @@ def cmd_time(req):
 COMMANDS = {"probe": cmd_probe, "describe": cmd_describe, "run": cmd_run, "time": cmd_time}
 
 
-def main(argv):
-    if len(argv) != 4 or argv[1] not in COMMANDS:
-        print(__doc__, file=sys.stderr)
-        return 2
+def run_one(command, request_path, answer_path):
+    """One command: the request from a file (or none for "-"), the answer to a file. @return 0 or 1."""
     req = {}
-    if argv[2] != "-":
-        with open(argv[2]) as f:
+    if request_path != "-":
+        with open(request_path) as f:
             req = json.load(f)
     try:
-        answer = COMMANDS[argv[1]](req)
+        answer = COMMANDS[command](req)
         rc = 0
     except Exception as e:  # noqa: BLE001 -- every failure becomes an answer the C++ side can show
         traceback.print_exc()
         answer = {"error": f"{type(e).__name__}: {e}"}
         rc = 1
-    with open(argv[3], "w") as f:
+    with open(answer_path, "w") as f:
         json.dump(answer, f)
     return rc
+
+
+def serve():
+    """Requests as JSON lines on stdin ({"command", "request_file", "answer_file"}), one
+    {"rc": N} line per request on descriptor 3, until stdin closes. stdout and stderr stay
+    the model's: the protocol has its own descriptor."""
+    proto = os.fdopen(3, "w")
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            msg = json.loads(line)
+            if msg.get("command") not in COMMANDS:
+                raise ValueError(f"unknown command {msg.get('command')!r}")
+            rc = run_one(msg["command"], msg["request_file"], msg["answer_file"])
+        except Exception:  # noqa: BLE001 -- a malformed request is answered, not fatal
+            traceback.print_exc()
+            rc = 2
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()  # no memory held while kforge's workers verify and time
+        sys.stdout.flush()
+        sys.stderr.flush()
+        proto.write(json.dumps({"rc": rc}) + "\n")
+        proto.flush()
+    return 0
+
+
+def main(argv):
+    if len(argv) == 2 and argv[1] == "serve":
+        return serve()
+    if len(argv) != 4 or argv[1] not in COMMANDS:
+        print(__doc__, file=sys.stderr)
+        return 2
+    return run_one(argv[1], argv[2], argv[3])
 
 
 if __name__ == "__main__":

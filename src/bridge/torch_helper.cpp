@@ -1,5 +1,6 @@
 #include "bridge/torch_helper.hpp"
 
+#include "bridge/helper_process.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "core/subprocess.hpp"
@@ -7,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <memory>
 #include <cstdlib>
 #include <mutex>
 #include <random>
@@ -56,6 +58,59 @@ void remove_scratch(const fs::path& dir) {
   fs::remove_all(dir, ec);
 }
 
+namespace {
+
+// Idle persistent helpers, one taken per call (so that concurrent evaluations on several
+// devices do not wait for each other) and put back when it answered.
+struct helper_pool {
+  std::mutex mutex;
+  std::vector<std::unique_ptr<helper_process>> idle;
+};
+helper_pool& pool() {
+  static helper_pool p;
+  return p;
+}
+
+bool persistent() {
+  const char* e = std::getenv("KFORGE_TORCH_ONESHOT");
+  return !(e && *e && std::string_view(e) != "0");
+}
+
+struct helper_run {
+  bool timed_out = false;
+  bool ended = false;     // the process ended without answering
+  std::string how;        // how it ended, when it did
+  std::string output;     // what it printed meanwhile
+};
+
+helper_run run_persistent(const std::string& python, std::string_view command, const fs::path& req,
+                          const fs::path& ans, double timeout_s) {
+  std::unique_ptr<helper_process> h;
+  {
+    std::lock_guard lock(pool().mutex);
+    if (!pool().idle.empty()) {
+      h = std::move(pool().idle.back());
+      pool().idle.pop_back();
+    }
+  }
+  if (!h) h = std::make_unique<helper_process>(std::vector<std::string>{python, helper_script().string(), "serve"});
+  h->clear_output();
+  const nlohmann::json line{{"command", command}, {"request_file", req.string()}, {"answer_file", ans.string()}};
+  auto answer = h->exchange(line.dump() + "\n", timeout_s);
+  helper_run r{.output = h->output_tail()};
+  if (!answer) {
+    r.how = h->ended();
+    r.timed_out = r.how.rfind("timed out", 0) == 0;
+    r.ended = !r.timed_out;
+    return r; // the helper is gone: not put back
+  }
+  std::lock_guard lock(pool().mutex);
+  pool().idle.push_back(std::move(h));
+  return r;
+}
+
+} // namespace
+
 nlohmann::json call_helper(std::string_view command, const nlohmann::json& request, double timeout_s) {
   // No probe first (it costs an import of torch); a missing torch shows in the answer.
   const std::string python = find_python();
@@ -63,27 +118,34 @@ nlohmann::json call_helper(std::string_view command, const nlohmann::json& reque
   const auto dir = scratch_dir(std::string(command));
   const auto req = dir / "request.json", ans = dir / "answer.json";
   write_file_atomic(req, request.dump());
-  auto r = run_command({python, helper_script().string(), std::string(command), req.string(), ans.string()}, timeout_s);
+  helper_run run;
+  if (persistent()) {
+    run = run_persistent(python, command, req, ans, timeout_s);
+  } else {
+    auto r = run_command({python, helper_script().string(), std::string(command), req.string(), ans.string()}, timeout_s);
+    run = {.timed_out = r.timed_out, .ended = !r.timed_out && !r.ok(),
+           .how = r.signaled ? fmt::format("signal {}", r.signal) : fmt::format("exit code {}", r.exit_code),
+           .output = r.output};
+  }
   nlohmann::json answer;
   std::error_code ec;
   if (fs::exists(ans, ec)) answer = nlohmann::json::parse(read_file(ans), nullptr, false);
   remove_scratch(dir);
   auto tail = [&] {
     const std::size_t keep = 3000;
-    return r.output.size() > keep ? "..." + r.output.substr(r.output.size() - keep) : r.output;
+    return run.output.size() > keep ? "..." + run.output.substr(run.output.size() - keep) : run.output;
   };
-  if (r.timed_out)
-    KFORGE_THROW(problem, "the PyTorch helper ({}) timed out after {:g} s{}", command, timeout_s,
-                 r.output.empty() ? "" : ":\n" + tail());
-  if (r.output.find("No module named 'torch'") != std::string::npos)
+  if (run.output.find("No module named 'torch'") != std::string::npos)
     KFORGE_THROW(usage, "{} cannot import torch: run scripts/setup.sh (it installs torch into .venv) or set "
                         "KFORGE_PYTHON to an interpreter that has it", python);
+  if (run.timed_out)
+    KFORGE_THROW(problem, "the PyTorch helper ({}) timed out after {:g} s{}", command, timeout_s,
+                 run.output.empty() ? "" : ":\n" + tail());
   if (answer.is_object() && answer.contains("error"))
     KFORGE_THROW(problem, "the PyTorch helper ({}) failed: {}\n{}", command, answer["error"].get<std::string>(), tail());
-  if (!r.ok() || !answer.is_object())
-    KFORGE_THROW(problem, "the PyTorch helper ({}) ended without an answer ({}){}", command,
-                 r.signaled ? fmt::format("signal {}", r.signal) : fmt::format("exit code {}", r.exit_code),
-                 r.output.empty() ? "" : ":\n" + tail());
+  if (run.ended || !answer.is_object())
+    KFORGE_THROW(problem, "the PyTorch helper ({}) ended without an answer ({}){}", command, run.how,
+                 run.output.empty() ? "" : ":\n" + tail());
   return answer;
 }
 

@@ -1,9 +1,10 @@
 #pragma once
 // The PyTorch bridge's process boundary: finds a Python with torch and runs
-// python/kforge_torch.py as a subprocess, one command per call (probe, describe, run,
-// time). Requests and answers are JSON files; tensors cross in safetensors files
-// (bridge/safetensors.hpp). kforge never embeds Python: a model that crashes, hangs or
-// prints takes down a helper process, not the harness.
+// python/kforge_torch.py in a subprocess (probe, describe, run, time). Requests and answers
+// are JSON files; tensors cross in safetensors files (bridge/safetensors.hpp). kforge never
+// embeds Python: a model that crashes, hangs or prints takes down a helper process, not the
+// harness. Helpers persist between calls (bridge/helper_process.hpp: `import torch` is
+// paid once per kforge process); KFORGE_TORCH_ONESHOT=1 starts one process per call.
 //   auto& t = bridge::torch_probe();          // cached; t.available, t.version, t.why
 //   auto answer = bridge::call_helper("describe", {{"model", "model.py"}}, 120);
 #include <nlohmann/json.hpp>
