@@ -275,3 +275,19 @@ TEST(torch_cli, export_torch_builds_an_extension_that_matches_the_module) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("kforge_ext: OK"), std::string::npos) << r.output;
 }
+
+TEST(torch_cli, without_torch_import_says_what_is_missing_and_how_to_get_it) {
+  // An interpreter without torch: the one on PATH, here (skipped where it has torch).
+  const auto python = find_on_path("python3");
+  if (python.empty() || run_command({python.string(), "-c", "import torch"}, 120).ok())
+    GTEST_SKIP() << "python3 on PATH has torch (or there is none): nothing to show";
+  test::temp_dir d;
+  auto r = run_command({"sh", "-c",
+                        "KFORGE_PYTHON='" + python.string() + "' '" + test::kforge_binary().string() +
+                            "' import kernelbench '" + data("kb_relu.py").string() + "' --out '" + (d / "r").string() +
+                            "'"},
+                       300);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("needs PyTorch"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("scripts/setup.sh"), std::string::npos) << r.output;
+}

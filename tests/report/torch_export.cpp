@@ -147,12 +147,12 @@ std::string after(const std::string& hay, const std::string& from) {
 
 } // namespace
 
-TEST(TorchExport, ExtensionName) {
+TEST(torch_export, extension_name_is_an_identifier) {
   EXPECT_EQ(report::torch_extension_name("softmax"), "kforge_softmax");
   EXPECT_EQ(report::torch_extension_name("norm-2.v1"), "kforge_norm_2_v1");
 }
 
-TEST(TorchExport, NativeCpuProblemWritesEveryFile) {
+TEST(torch_export, a_native_cpu_problem_gets_every_file) {
   exported e(k_native_toml, false);
   const auto files = report::write_torch_extension(e.p, e.dir, e.kernel_file);
   for (const char* f : {"kforge_ext.cpp", "kforge_module.py", "test_kforge_ext.py", "TORCH.md", "README.md"}) {
@@ -164,7 +164,7 @@ TEST(TorchExport, NativeCpuProblemWritesEveryFile) {
   EXPECT_TRUE((fs::status(e.dir / "test_kforge_ext.py").permissions() & fs::perms::owner_exec) != fs::perms::none);
 }
 
-TEST(TorchExport, CppChecksEveryTensorInAbiOrder) {
+TEST(torch_export, the_binding_checks_every_tensor_in_abi_order) {
   exported e(k_native_toml, false);
   (void)report::write_torch_extension(e.p, e.dir, e.kernel_file);
   const std::string cpp = e.file("kforge_ext.cpp");
@@ -212,7 +212,7 @@ TEST(TorchExport, CppChecksEveryTensorInAbiOrder) {
   EXPECT_HAS(cpp, "m.def(\"forward\"");
 }
 
-TEST(TorchExport, ModuleAndTestForANativeProblem) {
+TEST(torch_export, module_and_test_script_for_a_native_problem) {
   exported e(k_native_toml, false);
   (void)report::write_torch_extension(e.p, e.dir, e.kernel_file);
   const std::string py = e.file("kforge_module.py");
@@ -264,7 +264,7 @@ TEST(TorchExport, ModuleAndTestForANativeProblem) {
   EXPECT_EQ(readme.find("## PyTorch"), readme.rfind("## PyTorch"));
 }
 
-TEST(TorchExport, TorchCudaProblem) {
+TEST(torch_export, a_torch_cuda_problem_takes_params_by_torch_name) {
   exported e(k_torch_toml, true);
   const auto files = report::write_torch_extension(e.p, e.dir, e.kernel_file);
   EXPECT_TRUE(contains(files, e.dir / "reference_model.py"));
@@ -307,14 +307,14 @@ TEST(TorchExport, TorchCudaProblem) {
   EXPECT_HAS(e.file("TORCH.md"), "KforgeModule(model)");
 }
 
-TEST(TorchExport, CublasKernelLinksCublas) {
+TEST(torch_export, a_cublas_kernel_links_cublas) {
   exported e(k_torch_toml, true,
              "#include <kforge/kernel.h>\n#include <cublas_v2.h>\nKF_EXPORT int kf_forward(const kf_args*) { return 0; }\n");
   (void)report::write_torch_extension(e.p, e.dir, e.kernel_file);
   EXPECT_HAS(e.file("kforge_module.py"), "\"-lcublas\", \"-lcublasLt\"");
 }
 
-TEST(TorchExport, KernelOnlyCandidateIsRefused) {
+TEST(torch_export, a_kernel_only_candidate_is_refused) {
   exported e(k_torch_toml, true,
              "// kforge: launch k<<<1, 32>>>(x, y)\n__global__ void k(const __half* x, __half* y) {}\n");
   try {
@@ -328,7 +328,7 @@ TEST(TorchExport, KernelOnlyCandidateIsRefused) {
   EXPECT_FALSE(fs::exists(e.dir / "kforge_ext.cpp"));
 }
 
-TEST(TorchExport, MissingKernelFileIsAUsageError) {
+TEST(torch_export, a_missing_kernel_file_is_a_usage_error) {
   exported e(k_native_toml, false);
   try {
     (void)report::write_torch_extension(e.p, e.dir, "nope.cpp");
