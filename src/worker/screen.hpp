@@ -65,8 +65,11 @@ using control_runner = std::function<evaluation(const control_kernel& c, const e
 /// The controls for p's backend, in screening order. other_seed's source is a wrapper,
 /// written under <cache_root>/controls/, that builds the control around p's reference; its
 /// text carries the hashes of the reference and the control, so editing either rebuilds it.
-/// @throws kforge::error (internal) when a control's source is missing.
-[[nodiscard]] std::vector<control_kernel> control_kernels(const problem::problem& p);
+/// For a [torch] problem it replays the module's answer for other inputs, computed now
+/// through the bridge on `device` (controls/<backend>/replay_answer.*).
+/// @throws kforge::error (internal) when a control's source is missing; (problem) when a
+/// [torch] problem's module fails.
+[[nodiscard]] std::vector<control_kernel> control_kernels(const problem::problem& p, int device = 0);
 
 /// Judges every control of p, with opts' seed, trials and worker (timing off).
 /// @throws kforge::error (problem) when the problem itself is broken, as evaluate() does.

@@ -11,6 +11,7 @@
 #include "problem/problem.hpp"
 #include "test_util.hpp"
 #include "worker/evaluate.hpp"
+#include "worker/screen.hpp"
 
 #include <gtest/gtest.h>
 
@@ -232,23 +233,38 @@ TEST(torch_cli, import_then_check_a_kernelbench_file) {
   auto j = nlohmann::json::parse(r.output.substr(r.output.find('{')));
   EXPECT_EQ(j["schema"], "kforge.import/1");
   EXPECT_EQ(j["module"]["inputs"][0]["name"], "x");
-  // The reference runs at f32 and in float64 on every case; the controls must all fail
-  // (other_seed is skipped: the reference has no kf_forward).
+  // The reference runs at f32 and in float64 on every case; every control must fail,
+  // other_seed too (the module's answer for other inputs, replayed).
   r = run_command({k, "--db", (d / "k.db").string(), "check", (d / "relu").string(), "--json"}, 900);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   j = nlohmann::json::parse(r.output.substr(r.output.find('{')));
   EXPECT_EQ(j["reference"]["passed"], true);
   EXPECT_FALSE(j["reference"]["torch_version"].get<std::string>().empty());
-  int skipped = 0;
-  for (auto& c : j["controls"]) {
-    if (c["verdict"] == "skipped") {
-      ++skipped;
-      EXPECT_EQ(c["name"], "other_seed");
-    } else {
-      EXPECT_EQ(c["verdict"], "fails") << c.dump();
-    }
-  }
-  EXPECT_EQ(skipped, 1);
+  ASSERT_EQ(j["controls"].size(), 5u);
+  for (auto& c : j["controls"]) EXPECT_EQ(c["verdict"], "fails") << c.dump();
+  EXPECT_EQ(j["controls"][4]["name"], "other_seed");
+}
+
+TEST(torch_problem, other_seed_passes_on_a_problem_whose_answer_ignores_its_input) {
+  // A module whose output does not depend on x's values: the screening must say so.
+  REQUIRE_TORCH();
+  test::cache_env cache;
+  test::temp_dir d;
+  test::write(d / "ones.py",
+              "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+              "        return torch.ones_like(x) * 2\n"
+              "def get_inputs():\n    return [torch.randn(8, 16)]\n"
+              "def get_init_inputs():\n    return []\n");
+  auto imp = bridge::import_kernelbench(d / "ones.py", {.out = d / "p", .backend = "cpu"});
+  const auto p = problem::load(imp.dir);
+  worker::evaluate_options o;
+  o.worker_exe = test::worker_binary();
+  auto s = worker::screen(p, o);
+  bool other_seed_passes = false;
+  for (auto& c : s.controls)
+    if (c.name == "other_seed") other_seed_passes = c.passed();
+  EXPECT_TRUE(other_seed_passes) << s.summary();
+  EXPECT_FALSE(s.ok());
 }
 
 TEST(torch_cli, export_torch_builds_an_extension_that_matches_the_module) {

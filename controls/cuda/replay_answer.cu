@@ -1,0 +1,45 @@
+// Control 'other_seed' of a problem whose reference is a PyTorch module (no kf_forward to
+// call here): the module's answer for other inputs, computed by kforge check through the
+// bridge and stored in KF_ANSWER_FILE (every output's bytes, in ABI order), copied to the
+// device on every call. A problem this passes has an answer that does not depend on its
+// inputs' values.
+#include "control.cuh"
+
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#ifndef KF_ANSWER_FILE
+#error "replay_answer.cu is built by kforge check, which defines KF_ANSWER_FILE"
+#endif
+
+static const std::vector<unsigned char>* answer() {
+  static std::vector<unsigned char> bytes;
+  static bool loaded = false;
+  if (!loaded) {
+    loaded = true;
+    if (FILE* f = std::fopen(KF_ANSWER_FILE, "rb")) {
+      unsigned char buf[1 << 16];
+      size_t n;
+      while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) bytes.insert(bytes.end(), buf, buf + n);
+      std::fclose(f);
+    }
+  }
+  return &bytes;
+}
+
+KF_EXPORT int kf_forward(const kf_args* a) {
+  const auto& bytes = *answer();
+  size_t at = 0;
+  for (int k = 0; k < a->num_outputs; ++k) {
+    const kf_tensor& y = a->outputs[k];
+    const size_t n = static_cast<size_t>(kf_control::numel(y)) * kf_control::element_size(y.dtype);
+    if (n == 0 || at + n > bytes.size() || !kf_control::contiguous(y)) return 1;
+    // Pageable host memory: the copy is synchronous with respect to the host, so the
+    // bytes are consumed before the call returns.
+    if (cudaMemcpyAsync(y.data, bytes.data() + at, n, cudaMemcpyHostToDevice, kf_control::stream_of(a)) != cudaSuccess)
+      return 2;
+    at += n;
+  }
+  return at == bytes.size() ? 0 : 1;
+}
