@@ -307,3 +307,32 @@ TEST(torch_cli, without_torch_import_says_what_is_missing_and_how_to_get_it) {
   EXPECT_NE(r.output.find("needs PyTorch"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("scripts/setup.sh"), std::string::npos) << r.output;
 }
+
+TEST(torch_cli, suite_reports_speedups_over_eager_pytorch_and_fast_p) {
+  REQUIRE_TORCH();
+  test::cache_env cache;
+  test::temp_dir d;
+  const auto k = test::kforge_binary().string();
+  for (const char* n : {"kb_linear_relu", "kb_relu"}) {
+    auto r = run_command({k, "import", "kernelbench", data(std::string(n) + ".py").string(), "--out",
+                          (d / "set" / n).string(), "--backend", "cpu"},
+                         600);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    auto toml = read_file(d / "set" / n / "problem.toml");
+    toml.replace(toml.find("compile = true"), 14, "compile = false"); // CPU inductor builds take minutes
+    test::write(d / "set" / n / "problem.toml", toml);
+  }
+  // A candidate for one problem only: the other is a skipped row that counts against fast_p.
+  test::write(d / "cands" / "kb_linear_relu.cpp", read_file(data("linear_relu.cpp")));
+  auto r = run_command({k, "--db", (d / "k.db").string(), "suite", (d / "set").string(), "--candidates",
+                        (d / "cands").string(), "--json"},
+                       900);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto j = nlohmann::json::parse(r.output.substr(r.output.find('{')));
+  EXPECT_EQ(j["schema"], "kforge.suite/1");
+  ASSERT_EQ(j["rows"].size(), 2u);
+  const auto& lr = j["rows"][0]["problem"] == "kb_linear_relu" ? j["rows"][0] : j["rows"][1];
+  EXPECT_EQ(lr["status"], "passed") << lr.dump();
+  EXPECT_TRUE(lr["reference_s"].is_number()) << "eager PyTorch's median";
+  EXPECT_EQ(j["fast_p"]["reference"]["n"], 2);
+}
