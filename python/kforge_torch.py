@@ -206,7 +206,14 @@ def cmd_describe(req):
         with torch.no_grad():
             outs = as_outputs(m(*xi))
         flops = flop_count(m, xi)
+    # Submodules whose result depends on training mode (KernelBench runs Model() as built,
+    # in training mode): BatchNorm uses batch statistics; Dropout with p > 0 draws.
+    mode = sorted({type(m).__name__ for m in model.modules()
+                   if isinstance(m, (torch.nn.modules.batchnorm._BatchNorm, torch.nn.modules.dropout._DropoutNd))})
+    random = sorted({type(m).__name__ for m in model.modules()
+                     if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0})
     return {"torch_version": torch.__version__, "init_inputs": init, "training": model.training,
+            "training_dependent": mode, "random": random,
             "inputs": desc_inputs, "state": state,
             "outputs": [{"dtype": kf_name(y.dtype), "shape": list(y.shape)} for y in outs],
             "flops": flops, "shapes_from": where}

@@ -164,8 +164,12 @@ std::string kernelbench_toml(const nlohmann::json& d, const std::string& name, c
   out += fmt::format("\n# flops: torch.utils.flop_counter (matmuls and convolutions only{}); min_bytes: every input,\n"
                      "# param and output once.\n[work]\nflops = {}\nmin_bytes = {}\n",
                      flops > 0 ? "" : "; none here, so the roofline is the bytes'", std::llround(flops), bytes);
-  if (d.value("training", false))
-    note("Model() is in training mode, as KernelBench runs it: BatchNorm uses batch statistics, Dropout draws");
+  if (d.value("training", false) && d.contains("training_dependent") && !d["training_dependent"].empty())
+    note(fmt::format("Model() is in training mode, as KernelBench runs it, and has {}: norms use batch statistics",
+                     fmt::join(d["training_dependent"].get<std::vector<std::string>>(), ", ")));
+  if (d.contains("random") && !d["random"].empty())
+    note(fmt::format("{} with p > 0 draws random masks: no candidate can match them; set p = 0 in model.py",
+                     fmt::join(d["random"].get<std::vector<std::string>>(), ", ")));
   return out;
 }
 

@@ -31,6 +31,7 @@ std::filesystem::path data(const std::string& f) { return std::filesystem::path(
 nlohmann::json linear_relu_description() {
   return nlohmann::json::parse(R"({
     "torch_version": "2.15.0", "init_inputs": [32, 24, 0.5], "training": true,
+    "training_dependent": ["BatchNorm1d"], "random": ["Dropout"],
     "inputs": [{"name": "x", "dtype": "f32", "shape": [16, 32],
                 "stats": {"min": -2.9, "max": 2.9, "mean": 0.02, "std": 0.95, "all_equal": false}}],
     "state": [{"torch_name": "linear.weight", "kind": "parameter", "dtype": "f32", "shape": [24, 32],
@@ -78,13 +79,15 @@ TEST(kernelbench_toml, writes_a_problem_that_loads_with_params_named_after_modul
   EXPECT_EQ(p.cases[1].name, "shifted");
   EXPECT_EQ(p.cases[1].inputs.at("x").text, "normal(1.9, 2.8)");
   EXPECT_EQ(p.cases[1].inputs.at("linear_weight").text, p.cases[0].inputs.at("linear_weight").text);
-  bool counter_noted = false, training_noted = false;
+  bool counter_noted = false, training_noted = false, random_noted = false;
   for (auto& n : notes) {
     counter_noted |= n.find("num_batches_tracked") != std::string::npos;
-    training_noted |= n.find("training mode") != std::string::npos;
+    training_noted |= n.find("training mode") != std::string::npos && n.find("BatchNorm1d") != std::string::npos;
+    random_noted |= n.find("Dropout with p > 0") != std::string::npos;
   }
   EXPECT_TRUE(counter_noted);
   EXPECT_TRUE(training_noted);
+  EXPECT_TRUE(random_noted);
 }
 
 TEST(torch_problem, rejects_a_param_without_torch_name_and_a_reference_beside_torch) {
