@@ -49,27 +49,23 @@ nlohmann::json torch_request(const problem::problem& p) {
 torch_truth_result torch_truth(const problem::problem& p,
                                const std::vector<std::pair<int, std::vector<eval::host_tensor>>>& trials,
                                int device_index, double timeout_s) {
-  const auto dir = scratch_dir("truth");
-  std::vector<named_tensor> all;
-  nlohmann::json ids = nlohmann::json::array();
-  for (auto& [t, inputs] : trials) {
-    for (auto& n : named(p, fmt::format("{}/", t), inputs)) all.push_back(std::move(n));
-    ids.push_back(t);
-  }
-  write_safetensors(dir / "inputs.safetensors", all);
-  auto req = torch_request(p);
-  req["inputs_file"] = (dir / "inputs.safetensors").string();
-  req["outputs_file"] = (dir / "outputs.safetensors").string();
-  req["trials"] = ids;
-  req["device"] = torch_device(p, device_index);
+  // One helper call per trial: the files and the memory they take stay one trial's size
+  // (a 4096 x 65536 softmax is 1 GiB in, 3 GiB out per trial), and the helper persists.
   torch_truth_result r;
-  try {
-    auto answer = call_helper("run", req, timeout_s);
-    r.device = answer.value("device_name", "");
-    std::map<std::string, named_tensor> by_name;
-    for (auto& t : read_safetensors(dir / "outputs.safetensors")) by_name[t.name] = std::move(t);
-    const auto outs = p.outputs();
-    for (auto& [t, _] : trials)
+  const auto outs = p.outputs();
+  for (auto& [t, inputs] : trials) {
+    const auto dir = scratch_dir("truth");
+    try {
+      write_safetensors(dir / "inputs.safetensors", named(p, fmt::format("{}/", t), inputs));
+      auto req = torch_request(p);
+      req["inputs_file"] = (dir / "inputs.safetensors").string();
+      req["outputs_file"] = (dir / "outputs.safetensors").string();
+      req["trials"] = nlohmann::json::array({t});
+      req["device"] = torch_device(p, device_index);
+      auto answer = call_helper("run", req, timeout_s);
+      r.device = answer.value("device_name", "");
+      std::map<std::string, named_tensor> by_name;
+      for (auto& x : read_safetensors(dir / "outputs.safetensors")) by_name[x.name] = std::move(x);
       for (std::size_t k = 0; k < outs.size(); ++k)
         for (const bool oracle : {false, true}) {
           const std::string key = fmt::format("{}/{}/{}", t, oracle ? "oracle" : "reference", outs[k]->name);
@@ -86,11 +82,12 @@ torch_truth_result torch_truth(const problem::problem& p,
                          dtype_name(it->second.dtype), fmt::join(outs[k]->shape, ", "), dtype_name(want), n);
           (oracle ? r.oracle : r.reference)[{t, k}] = {want, std::move(it->second.bytes)};
         }
-  } catch (...) {
+    } catch (...) {
+      remove_scratch(dir);
+      throw;
+    }
     remove_scratch(dir);
-    throw;
   }
-  remove_scratch(dir);
   return r;
 }
 
