@@ -362,8 +362,12 @@ tool describe_problem_tool() {
            {"eval", {{"trials_per_case", p.eval.trials_per_case}, {"time_budget_s", p.eval.time_budget_s},
                      {"timeout_s", p.eval.timeout_s}, {"hidden_case", p.eval.hidden_case}}},
            {"baselines", baselines},
-           {"reference", {{"path", p.reference.string()}, {"source", ref_src}}},
+           {"reference", {{"path", p.reference.string()}, {"source", ref_src}, {"pytorch", p.torch.has_value()}}},
            {"seed", seed}};
+    if (p.torch) { // the tensors' torch_names map params onto the module's state
+      for (std::size_t i = 0; i < p.tensors.size(); ++i)
+        if (!p.tensors[i].torch_name.empty()) j["tensors"][i]["torch_name"] = p.tensors[i].torch_name;
+    }
 
     std::string s = fmt::format("problem {} ({} backend, {}): {}\n", p.name, problem::backend_name(p.backend),
                                 dtype_name(p.dtype), p.description);
@@ -389,8 +393,17 @@ tool describe_problem_tool() {
              ? ", or a kernel-only .cu with `// kforge: launch` lines; `// kforge: param NAME = V in {...}` lines "
                "declare parameters the tune tool searches.\n"
              : "; `// kforge: param NAME = V in {...}` lines declare parameters the tune tool searches.\n";
+    if (p.torch) {
+      s += "The reference is the PyTorch module below (KernelBench format): kforge runs it at the problem's dtype "
+           "and in float64 on your inputs; eager PyTorch is the time to beat, torch.compile is timed beside it. "
+           "Params are the module's state:";
+      for (auto& t : p.tensors)
+        if (!t.torch_name.empty()) s += fmt::format(" {} = {};", t.name, t.torch_name);
+      s += "\n";
+    }
     s += fmt::format("\n--- reference ({}) ---\n{}\n", p.reference.filename().string(), ref_src);
     if (p.seed) s += fmt::format("--- seed ({}) ---\n{}\n", p.seed->filename().string(), seed["source"].get<std::string>());
+    else if (p.torch) s += "(no seed: write the first kernel from the module)\n";
     else s += "(no seed: start from the reference)\n";
     return tool_result{.structured = j, .text = s};
   };
