@@ -173,6 +173,12 @@ std::string kernelbench_toml(const nlohmann::json& d, const std::string& name, c
   return out;
 }
 
+std::string kernelbench_name(const fs::path& file) {
+  std::string name;
+  for (char c : file.stem().string()) name += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' ? c : '_';
+  return name;
+}
+
 import_result import_kernelbench(const fs::path& file, const import_options& opts) {
   std::error_code ec;
   if (!fs::is_regular_file(file, ec)) KFORGE_THROW(usage, "{}: no such file", file.string());
@@ -180,10 +186,7 @@ import_result import_kernelbench(const fs::path& file, const import_options& opt
     KFORGE_THROW(usage, "--backend must be cuda or cpu, got '{}'", opts.backend);
   require_torch("kforge import kernelbench");
   import_result r;
-  r.name = opts.name;
-  if (r.name.empty()) {
-    for (char c : file.stem().string()) r.name += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' ? c : '_';
-  }
+  r.name = opts.name.empty() ? kernelbench_name(file) : opts.name;
   r.dir = opts.out.empty() ? fs::path("kernelbench") / r.name : opts.out;
   if (fs::exists(r.dir / "problem.toml", ec) && !opts.force)
     KFORGE_THROW(usage, "{}: a problem is already there (pass --force to overwrite it)", (r.dir / "problem.toml").string());

@@ -32,6 +32,9 @@ struct import_result {
   std::vector<std::string> notes; // choices a user may want to revisit
 };
 
+/// The problem name a file gets: its stem with anything but [A-Za-z0-9.-] turned into '_'.
+[[nodiscard]] std::string kernelbench_name(const std::filesystem::path& file);
+
 /// @throws kforge::error (usage) for a missing file, an existing problem without `force`,
 /// or no torch; (problem) when the file is not a KernelBench problem kforge can hold.
 [[nodiscard]] import_result import_kernelbench(const std::filesystem::path& file, const import_options& opts);

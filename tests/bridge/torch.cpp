@@ -339,3 +339,20 @@ TEST(torch_cli, suite_reports_speedups_over_eager_pytorch_and_fast_p) {
   EXPECT_TRUE(lr["reference_s"].is_number()) << "eager PyTorch's median";
   EXPECT_EQ(j["fast_p"]["reference"]["n"], 2);
 }
+
+TEST(torch_cli, import_of_a_folder_imports_each_file_and_reports_the_ones_that_fail) {
+  REQUIRE_TORCH();
+  test::temp_dir d;
+  test::write(d / "level" / "a_relu.py", read_file(data("kb_relu.py")));
+  test::write(d / "level" / "b_broken.py", "import torch\n");
+  auto r = run_command({test::kforge_binary().string(), "import", "kernelbench", (d / "level").string(), "--out",
+                        (d / "out").string(), "--backend", "cpu", "--json"},
+                       600);
+  EXPECT_EQ(r.exit_code, 1) << r.output; // one of two failed
+  auto j = nlohmann::json::parse(r.output.substr(r.output.find('{')));
+  EXPECT_EQ(j["schema"], "kforge.import-dir/1");
+  ASSERT_EQ(j["problems"].size(), 2u);
+  EXPECT_EQ(j["problems"][0]["name"], "a_relu");
+  EXPECT_TRUE(std::filesystem::exists(d / "out" / "a_relu" / "problem.toml"));
+  EXPECT_NE(j["problems"][1]["error"].get<std::string>().find("Model"), std::string::npos) << j.dump();
+}
