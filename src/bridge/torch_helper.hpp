@@ -37,8 +37,9 @@ const torch_status& require_torch(std::string_view what);
 ///         Python side printed, when it fails, times out or answers nothing.
 [[nodiscard]] nlohmann::json call_helper(std::string_view command, const nlohmann::json& request, double timeout_s);
 
-/// A fresh private directory for one call's files (removed by the caller, or left in
-/// the cache's tmp/ for a post-mortem when KFORGE_KEEP_BRIDGE_FILES is set).
+/// A fresh private directory for one call's files, removed by the caller as soon as it has
+/// read them: truth files must be gone before candidate code runs (it could read them).
+/// KFORGE_KEEP_BRIDGE_FILES keeps them for a post-mortem, never for judging.
 [[nodiscard]] std::filesystem::path scratch_dir(std::string_view tag);
 void remove_scratch(const std::filesystem::path& dir);
 

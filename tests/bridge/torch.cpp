@@ -356,3 +356,9 @@ TEST(torch_cli, import_of_a_folder_imports_each_file_and_reports_the_ones_that_f
   EXPECT_TRUE(std::filesystem::exists(d / "out" / "a_relu" / "problem.toml"));
   EXPECT_NE(j["problems"][1]["error"].get<std::string>().find("Model"), std::string::npos) << j.dump();
 }
+
+TEST_F(imported, a_candidate_that_hunts_for_the_truth_files_finds_none) {
+  auto ev = worker::evaluate(p, data("steals_truth_files.cpp"), opts);
+  EXPECT_FALSE(ev.passed());
+  EXPECT_EQ(ev.status, "unwritten") << ev.message;
+}
