@@ -158,10 +158,11 @@ def flop_count(model, inputs):
         return None
 
 
-def cmd_probe(_req):
+def cmd_probe(req):
+    # "light": warming a helper up: no CUDA context (another evaluation may be timing).
     ok = torch.cuda.is_available()
     return {"torch_version": torch.__version__, "cuda": ok,
-            "device_name": torch.cuda.get_device_name(0) if ok else "",
+            "device_name": torch.cuda.get_device_name(0) if ok and not req.get("light") else "",
             "python": sys.version.split()[0]}
 
 

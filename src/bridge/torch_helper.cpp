@@ -111,6 +111,18 @@ helper_run run_persistent(const std::string& python, std::string_view command, c
 
 } // namespace
 
+void warm_helper() noexcept {
+  try {
+    if (!persistent()) return;
+    {
+      std::lock_guard lock(pool().mutex);
+      if (!pool().idle.empty()) return;
+    }
+    (void)call_helper("probe", {{"light", true}}, 300); // its helper goes back to the pool
+  } catch (...) {
+  }
+}
+
 nlohmann::json call_helper(std::string_view command, const nlohmann::json& request, double timeout_s) {
   // No probe first (it costs an import of torch); a missing torch shows in the answer.
   const std::string python = find_python();

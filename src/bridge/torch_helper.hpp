@@ -37,6 +37,11 @@ const torch_status& require_torch(std::string_view what);
 ///         Python side printed, when it fails, times out or answers nothing.
 [[nodiscard]] nlohmann::json call_helper(std::string_view command, const nlohmann::json& request, double timeout_s);
 
+/// Starts a persistent helper and lets it import torch, so that the next call finds it
+/// ready: evaluate() runs this beside the candidate's build. Never throws (a helper that
+/// cannot start is reported by the call that needs it); a no-op with KFORGE_TORCH_ONESHOT.
+void warm_helper() noexcept;
+
 /// A fresh private directory for one call's files, removed by the caller as soon as it has
 /// read them: truth files must be gone before candidate code runs (it could read them).
 /// KFORGE_KEEP_BRIDGE_FILES keeps them for a post-mortem, never for judging.

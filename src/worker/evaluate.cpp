@@ -1,5 +1,6 @@
 #include "worker/evaluate.hpp"
 
+#include "bridge/torch_helper.hpp"
 #include "bridge/torch_reference.hpp"
 #include "core/dtype.hpp"
 #include "core/fs.hpp"
@@ -158,6 +159,9 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   };
   // A [torch] problem's reference and oracle are its PyTorch module (bridge/), not builds.
   const bool torch_ref = p.torch.has_value();
+  // The bridge's helper imports torch (seconds) while the candidate builds.
+  std::future<void> warm;
+  if (torch_ref) warm = std::async(std::launch::async, bridge::warm_helper);
   std::optional<std::future<role_build>> f_ref, f_orc;
   if (!torch_ref) {
     f_ref = launch("reference", p.reference, p.dtype);
@@ -232,6 +236,7 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   std::map<output_key, eval::host_tensor> oracle_out, ref_out;
   worker_outcome truth;
   if (torch_ref) {
+    warm.wait();
     std::vector<std::pair<int, std::vector<eval::host_tensor>>> trial_inputs;
     for (auto& tj : trials)
       trial_inputs.emplace_back(tj["trial"].get<int>(),
