@@ -67,7 +67,7 @@ command_fn add_optimize_command(CLI::App& app, global_options& g) {
   };
   auto o = std::make_shared<opts_t>();
   sub->add_option("problem", o->problem, "Problem directory (holding problem.toml)")->required();
-  sub->add_option("--strategy", o->strategy, "tune | refine | branch (default: branch with an LLM, tune without)")
+  sub->add_option("--strategy", o->strategy, "tune | refine | branch | evolve (default: branch with an LLM, tune without)")
       ->check(CLI::IsMember({"tune", "refine", "branch"}));
   sub->add_option("--llm", o->llm, "Model as provider:model[*weight] (repeatable; replaces kforge.toml's models)");
   sub->add_option("--config", o->config, "Configuration file (default: $KFORGE_CONFIG, else ./kforge.toml)");
@@ -84,7 +84,9 @@ command_fn add_optimize_command(CLI::App& app, global_options& g) {
       ->check(CLI::IsMember({"grid", "random", "model", "auto"}));
   sub->add_option("--tune-budget", o->s.tune_budget, "Evaluations to tune each LLM candidate that declares parameters");
   sub->add_option("--ideas", o->s.ideas, "branch: ideas per round (N)");
-  sub->add_option("--implementations", o->s.implementations, "branch: implementations per idea (B)");
+  sub->add_option("--implementations", o->s.implementations, "branch: implementations per idea (B); evolve: children per island per round");
+  sub->add_option("--islands", o->s.islands, "evolve: islands, each with its own archive (default 2)");
+  sub->add_option("--migrate-every", o->s.migrate_every, "evolve: rounds between migrations of each island's best (default 3)");
   sub->add_option("--keep", o->s.keep, "branch: best candidates seeding the next round (K)");
   sub->add_option("--max-fixes", o->s.max_fixes, "refine: fix attempts after a failure (F)");
   sub->add_option("--devices", o->s.devices, "Device lanes (default: every visible GPU)");

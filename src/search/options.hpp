@@ -11,7 +11,7 @@
 namespace kforge::search {
 
 struct search_options {
-  std::string strategy = "tune";   // "tune", "refine", "branch"
+  std::string strategy = "tune";   // "tune", "refine", "branch", "evolve"
   std::uint64_t seed = 0;          // the strategy's random choices (0: drawn at start, then stored)
   std::optional<int64_t> resume_run;
 
@@ -36,6 +36,10 @@ struct search_options {
   int ideas = 4;          // N ideas per round
   int implementations = 2; // B implementations of each idea, in parallel
   int keep = 2;           // the best K seed the next round
+
+  // evolve (islands, a MAP-Elites archive per island); children per island per round: implementations
+  int islands = 2;
+  int migrate_every = 3;  // rounds between migrations of each island's best to the next
 
   // evaluation
   int devices = 0;        // device lanes; 0: every visible GPU (CPU problems: 1)

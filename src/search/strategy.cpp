@@ -11,12 +11,14 @@ namespace kforge::search {
 std::unique_ptr<strategy> make_tune_strategy();   // tune.cpp
 std::unique_ptr<strategy> make_refine_strategy(); // refine.cpp
 std::unique_ptr<strategy> make_branch_strategy(); // branch.cpp
+std::unique_ptr<strategy> make_evolve_strategy(); // evolve.cpp
 
 std::unique_ptr<strategy> make_strategy(const std::string& name) {
   if (name == "tune") return make_tune_strategy();
   if (name == "refine") return make_refine_strategy();
   if (name == "branch") return make_branch_strategy();
-  KFORGE_THROW(usage, "unknown strategy '{}'; known: tune, refine, branch", name);
+  if (name == "evolve") return make_evolve_strategy();
+  KFORGE_THROW(usage, "unknown strategy '{}'; known: tune, refine, branch, evolve", name);
 }
 
 void run_search(session& s, strategy& st) {

@@ -310,3 +310,41 @@ TEST_F(search_test, a_resumed_search_answers_its_finished_llm_calls_from_the_dat
     }
   EXPECT_GT(db.run_evaluations(run_id).size(), evals_before);
 }
+
+TEST_F(search_test, evolve_keeps_an_archive_per_island_and_migrates) {
+  store::store db(dir / "k.db");
+  llm::llm_config cfg;
+  cfg.models.push_back({.spec = "replay:" + (fs::path(KFORGE_TEST_DIR) / "search/data/gelu_evolve.llm.jsonl").string()});
+  auto opts = quick("evolve");
+  opts.max_rounds = 3; // the seed is round 0
+  opts.patience = 0;
+  opts.tune_budget = 1;
+  opts.islands = 2;
+  opts.implementations = 2;
+  opts.migrate_every = 1;
+  search::session s(db, gelu, opts, sink(), search::make_llm_gateway(db, cfg, {}, 5));
+  auto st = search::make_strategy("evolve");
+  search::run_search(s, *st);
+  auto run = db.get_run(s.run_id());
+  EXPECT_EQ(run->status, "finished") << run->stop_reason;
+  // Two rounds of two islands with two children each: eight calls, each from its own key.
+  EXPECT_EQ(db.llm_calls_of(s.run_id()).size(), 8u);
+  int evolved = 0, passed = 0;
+  std::string seq;
+  for (auto& r : db.run_evaluations(s.run_id())) {
+    seq += r.step + ":" + r.status + " ";
+    if (r.step == "evolve") {
+      ++evolved;
+      passed += r.status == "passed";
+    }
+  }
+  EXPECT_GE(evolved, 6) << seq; // one answer has no code: a proposal, not an evaluation
+  EXPECT_GE(passed, 3) << seq; // and the child declaring CHUNK is tuned (step "tune")
+  int notes = 0;
+  for (auto& e : events)
+    if (e.value("event", "") == "note" && e.value("message", "").find("entered an archive") != std::string::npos) {
+      ++notes;
+      EXPECT_NE(e["message"].get<std::string>().find("migrated"), std::string::npos) << e.dump();
+    }
+  EXPECT_EQ(notes, 2);
+}
