@@ -68,7 +68,7 @@ command_fn add_optimize_command(CLI::App& app, global_options& g) {
   auto o = std::make_shared<opts_t>();
   sub->add_option("problem", o->problem, "Problem directory (holding problem.toml)")->required();
   sub->add_option("--strategy", o->strategy, "tune | refine | branch | evolve (default: branch with an LLM, tune without)")
-      ->check(CLI::IsMember({"tune", "refine", "branch"}));
+      ->check(CLI::IsMember({"tune", "refine", "branch", "evolve"}));
   sub->add_option("--llm", o->llm, "Model as provider:model[*weight] (repeatable; replaces kforge.toml's models)");
   sub->add_option("--config", o->config, "Configuration file (default: $KFORGE_CONFIG, else ./kforge.toml)");
   sub->add_option("--resume", o->resume, "Continue run RUN from the database, nothing lost or repeated");

@@ -137,7 +137,7 @@ command_fn add_suite_command(CLI::App& app, global_options& g) {
                                  "else its reference) and report the run's best");
   sub->add_option("--budget", o->budget, "--optimize: evaluations per problem (default 40)")->needs(optimize);
   sub->add_option("--strategy", o->strategy, "--optimize: tune | refine | branch | evolve (default: branch with an LLM, tune without)")
-      ->check(CLI::IsMember({"tune", "refine", "branch"}))
+      ->check(CLI::IsMember({"tune", "refine", "branch", "evolve"}))
       ->needs(optimize);
   sub->add_option("--llm", o->llm, "--optimize: model as provider:model[*weight] (repeatable)")->needs(optimize);
   sub->add_option("--config", o->config, "--optimize: configuration file (default: $KFORGE_CONFIG, else ./kforge.toml)")
