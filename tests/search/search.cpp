@@ -348,3 +348,47 @@ TEST_F(search_test, evolve_keeps_an_archive_per_island_and_migrates) {
     }
   EXPECT_EQ(notes, 2);
 }
+
+TEST_F(search_test, a_resumed_evolve_search_answers_its_finished_llm_calls_from_the_database) {
+  // As for branch: the first run only has round 1's answers, the resumed one round 2's.
+  const auto full = fs::path(KFORGE_TEST_DIR) / "search/data/gelu_evolve.llm.jsonl";
+  std::ifstream in(full);
+  std::ofstream r1(dir / "r1.jsonl"), r2(dir / "r2.jsonl");
+  for (std::string line; std::getline(in, line);)
+    (line.find("evolve/r1/") != std::string::npos ? r1 : r2) << line << "\n";
+  r1.close();
+  r2.close();
+  store::store db(dir / "k.db");
+  auto opts = quick("evolve");
+  opts.islands = 2;
+  opts.implementations = 2;
+  opts.migrate_every = 1;
+  opts.max_rounds = 3;
+  opts.patience = 0;
+  opts.tune_budget = 1;
+  int64_t run_id = 0;
+  std::size_t ok_calls_before = 0;
+  {
+    llm::llm_config cfg;
+    cfg.models.push_back({.spec = "replay:" + (dir / "r1.jsonl").string()});
+    search::session s(db, gelu, opts, sink(), search::make_llm_gateway(db, cfg, {}, 7));
+    run_id = s.run_id();
+    auto st = search::make_strategy("evolve");
+    search::run_search(s, *st); // round 2's calls find no answers
+    for (auto& c : db.llm_calls_of(run_id)) ok_calls_before += c.error_kind.empty();
+  }
+  EXPECT_EQ(ok_calls_before, 4u);
+  llm::llm_config cfg;
+  cfg.models.push_back({.spec = "replay:" + (dir / "r2.jsonl").string()});
+  opts.resume_run = run_id;
+  search::session s(db, gelu, opts, sink(), search::make_llm_gateway(db, cfg, {}, 7));
+  auto st = search::make_strategy("evolve");
+  search::run_search(s, *st);
+  EXPECT_EQ(db.get_run(run_id)->status, "finished");
+  std::size_t ok_calls = 0;
+  for (auto& c : db.llm_calls_of(run_id)) ok_calls += c.error_kind.empty();
+  EXPECT_EQ(ok_calls, 8u) << "round 1's answers came from the database, round 2's from the new transcript";
+  std::map<std::pair<int64_t, std::string>, int> seen;
+  for (auto& r : db.run_evaluations(run_id))
+    if (!r.reused) EXPECT_EQ(++seen[std::make_pair(r.candidate_id, r.step)], 1) << "candidate " << r.candidate_id << " judged twice";
+}
