@@ -43,19 +43,18 @@ std::string find_python() {
 
 } // namespace
 
-fs::path scratch_dir(std::string_view tag) {
+scratch_dir::scratch_dir(std::string_view tag) {
   static std::atomic<unsigned> counter{0};
   std::random_device rd;
-  const fs::path d = cache_root() / "tmp" /
-                     fmt::format("{}-{}-{}-{:08x}", tag, ::getpid(), counter++, static_cast<unsigned>(rd()));
-  fs::create_directories(d);
-  return d;
+  m_path = cache_root() / "tmp" /
+           fmt::format("{}-{}-{}-{:08x}", tag, ::getpid(), counter++, static_cast<unsigned>(rd()));
+  fs::create_directories(m_path);
 }
 
-void remove_scratch(const fs::path& dir) {
+scratch_dir::~scratch_dir() {
   if (const char* k = std::getenv("KFORGE_KEEP_BRIDGE_FILES"); k && *k) return;
   std::error_code ec;
-  fs::remove_all(dir, ec);
+  fs::remove_all(m_path, ec);
 }
 
 namespace {
@@ -127,22 +126,24 @@ nlohmann::json call_helper(std::string_view command, const nlohmann::json& reque
   // No probe first (it costs an import of torch); a missing torch shows in the answer.
   const std::string python = find_python();
   if (python.empty()) KFORGE_THROW(usage, "the PyTorch bridge needs python3 (none on PATH; or set KFORGE_PYTHON)");
-  const auto dir = scratch_dir(std::string(command));
-  const auto req = dir / "request.json", ans = dir / "answer.json";
-  write_file_atomic(req, request.dump());
-  helper_run run;
-  if (persistent()) {
-    run = run_persistent(python, command, req, ans, timeout_s);
-  } else {
-    auto r = run_command({python, helper_script().string(), std::string(command), req.string(), ans.string()}, timeout_s);
-    run = {.timed_out = r.timed_out, .ended = !r.timed_out && !r.ok(),
-           .how = r.signaled ? fmt::format("signal {}", r.signal) : fmt::format("exit code {}", r.exit_code),
-           .output = r.output};
-  }
   nlohmann::json answer;
-  std::error_code ec;
-  if (fs::exists(ans, ec)) answer = nlohmann::json::parse(read_file(ans), nullptr, false);
-  remove_scratch(dir);
+  helper_run run;
+  {
+    const scratch_dir dir(command);
+    const auto req = dir / "request.json", ans = dir / "answer.json";
+    write_file_atomic(req, request.dump());
+    if (persistent()) {
+      run = run_persistent(python, command, req, ans, timeout_s);
+    } else {
+      auto r = run_command({python, helper_script().string(), std::string(command), req.string(), ans.string()},
+                           timeout_s);
+      run = {.timed_out = r.timed_out, .ended = !r.timed_out && !r.ok(),
+             .how = r.signaled ? fmt::format("signal {}", r.signal) : fmt::format("exit code {}", r.exit_code),
+             .output = r.output};
+    }
+    std::error_code ec;
+    if (fs::exists(ans, ec)) answer = nlohmann::json::parse(read_file(ans), nullptr, false);
+  }
   auto tail = [&] {
     const std::size_t keep = 3000;
     return run.output.size() > keep ? "..." + run.output.substr(run.output.size() - keep) : run.output;
@@ -176,12 +177,14 @@ const torch_status& torch_probe() {
       s.why = fmt::format("the bridge's Python helper is missing ({}; set KFORGE_TORCH_HELPER)", s.helper);
       return;
     }
-    const auto dir = scratch_dir("probe");
-    const auto ans = dir / "answer.json";
-    auto r = run_command({s.python, s.helper, "probe", "-", ans.string()}, 120);
     nlohmann::json a;
-    if (fs::exists(ans, ec)) a = nlohmann::json::parse(read_file(ans), nullptr, false);
-    remove_scratch(dir);
+    command_result r;
+    {
+      const scratch_dir dir("probe");
+      const auto ans = dir / "answer.json";
+      r = run_command({s.python, s.helper, "probe", "-", ans.string()}, 120);
+      if (fs::exists(ans, ec)) a = nlohmann::json::parse(read_file(ans), nullptr, false);
+    }
     if (!r.ok() || !a.is_object() || !a.contains("torch_version")) {
       const bool no_module = r.output.find("No module named 'torch'") != std::string::npos;
       s.why = no_module ? fmt::format("{} cannot import torch: run scripts/setup.sh (it installs torch into .venv) "

@@ -42,10 +42,19 @@ const torch_status& require_torch(std::string_view what);
 /// cannot start is reported by the call that needs it); a no-op with KFORGE_TORCH_ONESHOT.
 void warm_helper() noexcept;
 
-/// A fresh private directory for one call's files, removed by the caller as soon as it has
-/// read them: truth files must be gone before candidate code runs (it could read them).
-/// KFORGE_KEEP_BRIDGE_FILES keeps them for a post-mortem, never for judging.
-[[nodiscard]] std::filesystem::path scratch_dir(std::string_view tag);
-void remove_scratch(const std::filesystem::path& dir);
+/// A fresh private directory for one call's files, removed when this object dies (also
+/// on an exception): truth files must be gone before candidate code runs, which could read
+/// them. KFORGE_KEEP_BRIDGE_FILES keeps them for a post-mortem, never for judging.
+class scratch_dir {
+public:
+  explicit scratch_dir(std::string_view tag);
+  ~scratch_dir();
+  scratch_dir(const scratch_dir&) = delete;
+  scratch_dir& operator=(const scratch_dir&) = delete;
+  [[nodiscard]] std::filesystem::path operator/(std::string_view file) const { return m_path / file; }
+
+private:
+  std::filesystem::path m_path;
+};
 
 } // namespace kforge::bridge

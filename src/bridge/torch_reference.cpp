@@ -54,46 +54,40 @@ torch_truth_result torch_truth(const problem::problem& p,
   torch_truth_result r;
   const auto outs = p.outputs();
   for (auto& [t, inputs] : trials) {
-    const auto dir = scratch_dir("truth");
-    try {
-      write_safetensors(dir / "inputs.safetensors", named(p, fmt::format("{}/", t), inputs));
-      auto req = torch_request(p);
-      req["inputs_file"] = (dir / "inputs.safetensors").string();
-      req["outputs_file"] = (dir / "outputs.safetensors").string();
-      req["trials"] = nlohmann::json::array({t});
-      req["device"] = torch_device(p, device_index);
-      auto answer = call_helper("run", req, timeout_s);
-      r.device = answer.value("device_name", "");
-      std::map<std::string, named_tensor> by_name;
-      for (auto& x : read_safetensors(dir / "outputs.safetensors")) by_name[x.name] = std::move(x);
-      for (std::size_t k = 0; k < outs.size(); ++k)
-        for (const bool oracle : {false, true}) {
-          const std::string key = fmt::format("{}/{}/{}", t, oracle ? "oracle" : "reference", outs[k]->name);
-          auto it = by_name.find(key);
-          if (it == by_name.end())
-            KFORGE_THROW(problem, "{}: the module gave no '{}' (trial {})", p.torch->module.string(), outs[k]->name, t);
-          const kf_dtype want = oracle ? outs[k]->oracle_dtype() : outs[k]->dtype;
-          const auto n = static_cast<std::size_t>(outs[k]->numel());
-          if (it->second.dtype != want || it->second.bytes.size() != n * dtype_size(want))
-            KFORGE_THROW(problem,
-                         "{}: output '{}' of the module has {} elements of {}; the problem declares shape [{}] "
-                         "of {} ({} elements)",
-                         p.torch->module.string(), outs[k]->name, it->second.bytes.size() / dtype_size(it->second.dtype),
-                         dtype_name(it->second.dtype), fmt::join(outs[k]->shape, ", "), dtype_name(want), n);
-          (oracle ? r.oracle : r.reference)[{t, k}] = {want, std::move(it->second.bytes)};
-        }
-    } catch (...) {
-      remove_scratch(dir);
-      throw;
-    }
-    remove_scratch(dir);
+    const scratch_dir dir("truth"); // gone when this trial is read, before any candidate runs
+    write_safetensors(dir / "inputs.safetensors", named(p, fmt::format("{}/", t), inputs));
+    auto req = torch_request(p);
+    req["inputs_file"] = (dir / "inputs.safetensors").string();
+    req["outputs_file"] = (dir / "outputs.safetensors").string();
+    req["trials"] = nlohmann::json::array({t});
+    req["device"] = torch_device(p, device_index);
+    auto answer = call_helper("run", req, timeout_s);
+    r.device = answer.value("device_name", "");
+    std::map<std::string, named_tensor> by_name;
+    for (auto& x : read_safetensors(dir / "outputs.safetensors")) by_name[x.name] = std::move(x);
+    for (std::size_t k = 0; k < outs.size(); ++k)
+      for (const bool oracle : {false, true}) {
+        const std::string key = fmt::format("{}/{}/{}", t, oracle ? "oracle" : "reference", outs[k]->name);
+        auto it = by_name.find(key);
+        if (it == by_name.end())
+          KFORGE_THROW(problem, "{}: the module gave no '{}' (trial {})", p.torch->module.string(), outs[k]->name, t);
+        const kf_dtype want = oracle ? outs[k]->oracle_dtype() : outs[k]->dtype;
+        const auto n = static_cast<std::size_t>(outs[k]->numel());
+        if (it->second.dtype != want || it->second.bytes.size() != n * dtype_size(want))
+          KFORGE_THROW(problem,
+                       "{}: output '{}' of the module has {} elements of {}; the problem declares shape [{}] "
+                       "of {} ({} elements)",
+                       p.torch->module.string(), outs[k]->name, it->second.bytes.size() / dtype_size(it->second.dtype),
+                       dtype_name(it->second.dtype), fmt::join(outs[k]->shape, ", "), dtype_name(want), n);
+        (oracle ? r.oracle : r.reference)[{t, k}] = {want, std::move(it->second.bytes)};
+      }
   }
   return r;
 }
 
 std::vector<torch_timing> torch_time(const problem::problem& p, const std::vector<torch_subject>& subjects,
                                      const torch_timing_config& cfg, int device_index, double timeout_s) {
-  const auto dir = scratch_dir("time");
+  const scratch_dir dir("time");
   std::mt19937_64 rng(cfg.seed);
   std::vector<named_tensor> all;
   for (int r = 0; r < cfg.rotations; ++r)
@@ -109,14 +103,7 @@ std::vector<torch_timing> torch_time(const problem::problem& p, const std::vecto
                    {"max_samples", cfg.max_samples}, {"target_rel_ci", cfg.target_rel_ci}};
   req["subjects"] = nlohmann::json::array();
   for (auto& s : subjects) req["subjects"].push_back({{"name", s.name}, {"kind", s.kind}, {"path", s.library}});
-  nlohmann::json answer;
-  try {
-    answer = call_helper("time", req, timeout_s);
-  } catch (...) {
-    remove_scratch(dir);
-    throw;
-  }
-  remove_scratch(dir);
+  const auto answer = call_helper("time", req, timeout_s);
   std::vector<torch_timing> out;
   for (auto& s : answer.value("subjects", nlohmann::json::array()))
     out.push_back({s.value("name", ""), s.value("samples", std::vector<double>{}), s.value("error", "")});

@@ -64,21 +64,18 @@ search::recorded_evaluation torch_reference_check(const problem::problem& p, con
   r.result.status = "passed";
   const auto outs = p.outputs();
   double worst = 0;
-  nlohmann::json errs = nlohmann::json::array();
   for (std::size_t c = 0; c < p.cases.size(); ++c)
     for (std::size_t k = 0; k < outs.size(); ++k) {
       auto e = eval::measure_reference_error(*outs[k], truth.oracle.at({static_cast<int>(c), k}),
                                              truth.reference.at({static_cast<int>(c), k}));
       r.result.reference_errors.push_back({p.cases[c].name, outs[k]->name, e});
-      errs.push_back({{"case", p.cases[c].name}, {"output", outs[k]->name}, {"max_abs", e.max_abs},
-                      {"rel_l2", e.rel_l2}, {"max_abs_oracle", e.max_abs_oracle}});
       worst = std::max(worst, e.rel_l2);
     }
   r.result.message = fmt::format("the PyTorch module (torch {}, on {}) ran at {} and in float64 on all {} input "
                                  "distributions; its own relative L2 error against float64 is at most {:.3g}",
                                  t.version, truth.device, dtype_name(p.dtype), p.cases.size(), worst);
   r.json = {{"status", "passed"}, {"passed", true}, {"message", r.result.message}, {"torch_version", t.version},
-            {"device", truth.device}, {"reference_error", errs}};
+            {"device", truth.device}, {"reference_error", worker::to_json(r.result.reference_errors)}};
   return r;
 }
 
@@ -112,6 +109,10 @@ command_fn add_check_command(CLI::App& app, global_options& g) {
     else ref = search::evaluate_and_record(db, p, p.reference, {.origin = "reference"}, eo);
     out["reference"] = ref.json;
     bool ok = ref.result.passed();
+    const std::string reference_line =
+        fmt::format("reference  {}: {}\n",
+                    p.torch ? "PyTorch module" : ok ? "passes as its own candidate" : "FAILS as its own candidate",
+                    ref.result.message);
     if (p.seed) {
       eo.time = true;
       auto s = search::evaluate_and_record(db, p, *p.seed, {.origin = "seed"}, eo);
@@ -120,15 +121,13 @@ command_fn add_check_command(CLI::App& app, global_options& g) {
       if (!g.json) {
         std::cout << fmt::format("problem  {} ({} backend, {}): {} tensors, {} input distributions\n", p.name,
                                  backend_name(p.backend), dtype_name(p.dtype), p.tensors.size(), p.cases.size());
-        std::cout << fmt::format("reference  {}: {}\n", p.torch ? "PyTorch module" : ref.result.passed() ? "passes as its own candidate" : "FAILS as its own candidate",
-                                 ref.result.message);
+        std::cout << reference_line;
         std::cout << format_evaluation(s.result, p, s.evaluation_id, "seed " + p.seed->filename().string());
       }
     } else if (!g.json) {
       std::cout << fmt::format("problem  {} ({} backend, {}): {} tensors, {} input distributions\n", p.name,
                                backend_name(p.backend), dtype_name(p.dtype), p.tensors.size(), p.cases.size());
-      std::cout << fmt::format("reference  {}: {}\n", p.torch ? "PyTorch module" : ref.result.passed() ? "passes as its own candidate" : "FAILS as its own candidate",
-                               ref.result.message);
+      std::cout << reference_line;
       std::cout << (p.torch ? "seed       none (write one, or let kforge optimize with an LLM write the first candidate)\n"
                         : "seed       none (candidates start from the reference)\n");
     }

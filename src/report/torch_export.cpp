@@ -6,6 +6,7 @@
 #include "core/fs.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <cctype>
@@ -37,19 +38,11 @@ std::string at_scalar_type(kf_dtype t) {
   KFORGE_THROW(internal, "unknown kf_dtype {}", static_cast<int>(t));
 }
 
+// The enumerator's name: "KF_" and kforge's dtype name in capitals (f32 -> KF_F32).
 std::string abi_dtype(kf_dtype t) {
-  switch (t) {
-  case KF_F16: return "KF_F16";
-  case KF_BF16: return "KF_BF16";
-  case KF_F32: return "KF_F32";
-  case KF_F64: return "KF_F64";
-  case KF_I8: return "KF_I8";
-  case KF_I32: return "KF_I32";
-  case KF_I64: return "KF_I64";
-  case KF_U8: return "KF_U8";
-  case KF_BOOL: return "KF_BOOL";
-  }
-  KFORGE_THROW(internal, "unknown kf_dtype {}", static_cast<int>(t));
+  std::string s = "KF_";
+  for (char c : dtype_name(t)) s += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
 }
 
 std::string role_name(tensor_role r) {
@@ -62,9 +55,7 @@ std::string role_name(tensor_role r) {
 }
 
 std::string join(const std::vector<std::string>& items, const std::string& sep) {
-  std::string s;
-  for (std::size_t i = 0; i < items.size(); ++i) s += (i ? sep : "") + items[i];
-  return s;
+  return fmt::format("{}", fmt::join(items, sep));
 }
 
 std::string names_of(const std::vector<const tensor_spec*>& ts) {

@@ -507,6 +507,14 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   return ev;
 }
 
+nlohmann::json to_json(const std::vector<case_reference_error>& errors) {
+  nlohmann::json j = nlohmann::json::array();
+  for (auto& r : errors)
+    j.push_back({{"case", r.case_name}, {"output", r.output}, {"max_abs", r.error.max_abs},
+                 {"rel_l2", r.error.rel_l2}, {"max_abs_oracle", r.error.max_abs_oracle}});
+  return j;
+}
+
 nlohmann::json to_json(const evaluation& ev, const problem::problem& p) {
   nlohmann::json j;
   j["schema"] = "kforge.eval/1";
@@ -529,10 +537,7 @@ nlohmann::json to_json(const evaluation& ev, const problem::problem& p) {
                            {"diagnostics", b.artifact.diagnostics}, {"resources", b.artifact.resources}});
   j["trials"] = ev.trials;
   j["phases"] = ev.phases;
-  j["reference_error"] = nlohmann::json::array();
-  for (auto& r : ev.reference_errors)
-    j["reference_error"].push_back({{"case", r.case_name}, {"output", r.output}, {"max_abs", r.error.max_abs},
-                                    {"rel_l2", r.error.rel_l2}, {"max_abs_oracle", r.error.max_abs_oracle}});
+  j["reference_error"] = to_json(ev.reference_errors);
   j["checks"] = nlohmann::json::array();
   int failed = 0;
   for (auto& c : ev.checks) {

@@ -91,6 +91,9 @@ struct evaluation {
 [[nodiscard]] evaluation evaluate(const problem::problem& p, const std::filesystem::path& candidate_source,
                                   const evaluate_options& opts);
 
+/// The reference's own errors as kforge.eval/1's "reference_error": [{case, output, max_abs, rel_l2, max_abs_oracle}].
+[[nodiscard]] nlohmann::json to_json(const std::vector<case_reference_error>& errors);
+
 /// The evaluation as `kforge eval --json` prints it (schema "kforge.eval/1", docs/json.md).
 [[nodiscard]] nlohmann::json to_json(const evaluation& ev, const problem::problem& p);
 
