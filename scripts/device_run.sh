@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # What one call of the lent GPU runs (build here, carry dist/): the GPU tests, a
 # calibration, kforge's own evaluation latency, and the GPU problems' seeds.
-# Results go to $OUT (or ./device-out).
+# Results go to $OUT (or ./device-out). Knobs: DEVICE_TORCH=1 (bridge tests, DEVICE_PARITY
+# problems), DEVICE_SUITE=1 (bench/kernelbench), SKIP_GPU_TESTS, SKIP_CALIBRATE, SKIP_LATENCY,
+# SKIP_SANITIZE, DEVICE_PROBLEMS/OPTIMIZE/PROFILE/EXTRA/CHECK (see below).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/device-out}
@@ -27,15 +29,16 @@ for p in ${DEVICE_PARITY:-}; do
   echo "=== parity $p: the seed timed by kforge's worker and by the bridge's timer"
   /usr/bin/time -f '%e s wall' timeout 300 dist/kforge eval problems/$p problems/$p/seed.cu --torch-parity --time-budget 2 | grep -E "parity|time  |verify"
 done
+fi
+if [ -n "${DEVICE_SUITE:-}" ]; then
 echo "=== KernelBench-format suite"
-KFORGE=dist/kforge /usr/bin/time -f '%e s wall' timeout 540 bench/kernelbench/run.sh "$OUT/kb"
+KFORGE=dist/kforge /usr/bin/time -f '%e s wall' timeout ${SUITE_TIMEOUT:-540} bench/kernelbench/run.sh "$OUT/kb"
 fi
 [ -n "${SKIP_GPU_TESTS:-}" ] || {
 echo "=== GPU tests"
 timeout 420 dist/test_gpu 2>&1 | tee "$OUT/test_gpu.log" | grep -E "^\[  |Failure|Which is|status" | head -60
 }
-echo "=== calibrate"
-dist/kforge calibrate
+[ -n "${SKIP_CALIBRATE:-}" ] || { echo "=== calibrate"; dist/kforge calibrate; }
 if [ -z "${SKIP_LATENCY:-}" ]; then
 echo "=== latency: simple candidate, cold cache (reference + oracle + candidate built)"
 KFORGE_CACHE=/tmp/kforge-cold /usr/bin/time -f '%e s wall' dist/kforge eval tests/gpu/problems/softmax_small problems/softmax/seed.cu --json > "$OUT/latency_cold.json"
@@ -47,8 +50,10 @@ sed 's/512/256/g' examples/softmax_nvrtc.cu > /tmp/nvrtc256.cu # new source (not
 /usr/bin/time -f '%e s wall' dist/kforge eval tests/gpu/problems/softmax_small /tmp/nvrtc256.cu --json > "$OUT/latency_nvrtc.json"
 python3 -c "import json; j=json.load(open('$OUT/latency_nvrtc.json')); print(j['status'], 'phases', j['phases']); print([(b['role'], b['toolchain'], b['cached'], round(b['duration_s'], 3)) for b in j['builds']])"
 fi
+if [ -z "${SKIP_SANITIZE:-}" ]; then
 echo "=== sanitize: the softmax seed under compute-sanitizer (memcheck, racecheck, initcheck, synccheck)"
 /usr/bin/time -f '%e s wall' dist/kforge eval tests/gpu/problems/softmax_small problems/softmax/seed.cu --sanitize --no-time | tail -6
+fi
 if [ -n "${DEVICE_OPTIMIZE:-}" ]; then
 echo "=== optimize: tune the softmax seed's block size (problem softmax_small)"
 /usr/bin/time -f '%e s wall' dist/kforge optimize tests/gpu/problems/softmax_small --strategy tune --trials 1 --time-budget 0.3
