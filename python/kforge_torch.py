@@ -57,38 +57,48 @@ def kf_name(dtype):
 
 
 def read_safetensors(path):
-    with open(path, "rb") as f:
-        blob = f.read()
-    (n,) = struct.unpack("<Q", blob[:8])
-    header = json.loads(blob[8:8 + n])
-    data = memoryview(blob)[8 + n:]
+    # Each tensor is read straight into its own buffer: a softmax trial's float64 truth is
+    # 2 GiB, and reading the whole file first would hold it twice.
     out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        b, e = info["data_offsets"]
-        dt = _ST_DTYPES[info["dtype"]]
-        raw = bytearray(data[b:e])
-        t = torch.frombuffer(raw, dtype=dt) if raw else torch.empty(0, dtype=dt)
-        out[name] = t.reshape(info["shape"])
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+        for name, info in header.items():
+            if name == "__metadata__":
+                continue
+            b, e = info["data_offsets"]
+            dt = _ST_DTYPES[info["dtype"]]
+            raw = bytearray(e - b)
+            f.seek(8 + n + b)
+            if f.readinto(raw) != e - b:
+                raise RuntimeError(f"{path}: tensor '{name}' is cut short")
+            t = torch.frombuffer(raw, dtype=dt) if raw else torch.empty(0, dtype=dt)
+            out[name] = t.reshape(info["shape"])
     return out
 
 
+def host_bytes(t):
+    """A zero-copy view of a contiguous CPU tensor's bytes (t must outlive it). Not
+    ctypes.string_at: its size is a C int, so tensors of 2 GiB and more failed."""
+    n = t.numel() * t.element_size()
+    return memoryview((ctypes.c_char * n).from_address(t.data_ptr())) if n else memoryview(b"")
+
+
 def write_safetensors(path, tensors):
-    header, chunks, offset = {}, [], 0
+    header, held, offset = {}, [], 0
     for name, t in tensors.items():
         t = t.detach().contiguous().cpu()
-        raw = ctypes.string_at(t.data_ptr(), t.numel() * t.element_size()) if t.numel() else b""
-        header[name] = {"dtype": _ST_NAMES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(raw)]}
-        chunks.append(raw)
-        offset += len(raw)
+        n = t.numel() * t.element_size()
+        header[name] = {"dtype": _ST_NAMES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + n]}
+        held.append(t)
+        offset += n
     h = json.dumps(header).encode()
     h += b" " * ((8 - len(h) % 8) % 8)
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(h)))
         f.write(h)
-        for c in chunks:
-            f.write(c)
+        for t in held:
+            f.write(host_bytes(t))
 
 
 # ---------------------------------------------------------------------------------------

@@ -52,29 +52,37 @@ void write_safetensors(const std::filesystem::path& file, const std::vector<name
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::string h = header.dump();
   h.append((8 - h.size() % 8) % 8, ' '); // the format allows trailing spaces: keeps the data 8-byte aligned
-  std::string out;
-  out.reserve(8 + h.size() + offset);
+  std::string head;
   const std::uint64_t n = h.size();
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
-  out += h;
-  for (auto& t : tensors) out.append(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size());
-  write_file_atomic(file, out);
+  for (int i = 0; i < 8; ++i) head.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
+  head += h;
+  std::vector<std::string_view> parts{head}; // the tensors' bytes are written where they lie
+  for (auto& t : tensors) parts.emplace_back(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size());
+  write_file_atomic(file, parts);
 }
 
 std::vector<named_tensor> read_safetensors(const std::filesystem::path& file, std::map<std::string, std::string>* metadata) {
+  // The header first, then each tensor read straight into its buffer: a float64 truth file
+  // runs to gigabytes, and reading the file into one string first held it twice, slowly.
   std::ifstream in(file, std::ios::binary);
   if (!in) KFORGE_THROW(usage, "{}: cannot read", file.string());
-  const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (data.size() < 8) KFORGE_THROW(usage, "{}: {} bytes: too short for a safetensors file", file.string(), data.size());
+  std::error_code ec;
+  const std::uint64_t file_size = std::filesystem::file_size(file, ec);
+  if (ec || file_size < 8)
+    KFORGE_THROW(usage, "{}: {} bytes: too short for a safetensors file", file.string(), ec ? 0 : file_size);
+  unsigned char len[8];
+  in.read(reinterpret_cast<char*>(len), 8);
   std::uint64_t n = 0;
-  for (int i = 0; i < 8; ++i) n |= std::uint64_t(static_cast<unsigned char>(data[i])) << (8 * i);
-  if (n > data.size() - 8)
+  for (int i = 0; i < 8; ++i) n |= std::uint64_t(len[i]) << (8 * i);
+  if (n > file_size - 8)
     KFORGE_THROW(usage, "{}: header of {} bytes runs past the end of the file ({} bytes): truncated?", file.string(), n,
-                 data.size());
-  const auto header = nlohmann::json::parse(data.substr(8, n), nullptr, false);
-  if (header.is_discarded() || !header.is_object())
+                 file_size);
+  std::string header_text(n, '\0');
+  in.read(header_text.data(), static_cast<std::streamsize>(n));
+  const auto header = nlohmann::json::parse(header_text, nullptr, false);
+  if (!in || header.is_discarded() || !header.is_object())
     KFORGE_THROW(usage, "{}: the header is not a JSON object", file.string());
-  const std::size_t base = 8 + n, size = data.size() - base;
+  const std::uint64_t base = 8 + n, size = file_size - base;
   std::vector<named_tensor> out;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> spans;
   for (auto& [name, v] : header.items()) {
@@ -101,8 +109,10 @@ std::vector<named_tensor> read_safetensors(const std::filesystem::path& file, st
     if (end - begin != want)
       KFORGE_THROW(usage, "{}: tensor '{}' has {} bytes, its shape and dtype need {}", file.string(), name, end - begin,
                    want);
-    t.bytes.assign(data.begin() + static_cast<std::ptrdiff_t>(base + begin),
-                   data.begin() + static_cast<std::ptrdiff_t>(base + end));
+    t.bytes.resize(want);
+    in.seekg(static_cast<std::streamoff>(base + begin));
+    in.read(reinterpret_cast<char*>(t.bytes.data()), static_cast<std::streamsize>(want));
+    if (!in) KFORGE_THROW(usage, "{}: tensor '{}' could not be read whole", file.string(), name);
     spans.emplace_back(begin, end);
     out.push_back(std::move(t));
   }

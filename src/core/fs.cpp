@@ -20,13 +20,17 @@ std::string read_file(const std::filesystem::path& p) {
 }
 
 void write_file_atomic(const std::filesystem::path& p, const std::string& data) {
+  write_file_atomic(p, std::vector<std::string_view>{data});
+}
+
+void write_file_atomic(const std::filesystem::path& p, const std::vector<std::string_view>& parts) {
   std::filesystem::create_directories(p.parent_path().empty() ? "." : p.parent_path());
   auto tmp = p;
   tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(std::random_device{}());
   {
     std::ofstream out(tmp, std::ios::binary);
     if (!out) KFORGE_THROW(internal, "{}: cannot write file", tmp.string());
-    out << data;
+    for (auto part : parts) out.write(part.data(), static_cast<std::streamsize>(part.size()));
     if (!out) KFORGE_THROW(internal, "{}: write failed", tmp.string());
   }
   std::filesystem::rename(tmp, p);

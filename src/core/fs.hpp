@@ -1,6 +1,8 @@
 #pragma once
 // Small file helpers whose errors name the file.
 #include <filesystem>
+#include <string_view>
+#include <vector>
 #include <string>
 
 namespace kforge {
@@ -9,6 +11,9 @@ namespace kforge {
 [[nodiscard]] std::string read_file(const std::filesystem::path& p);
 /// Writes atomically: a temporary beside `p`, then rename.
 void write_file_atomic(const std::filesystem::path& p, const std::string& data);
+/// The same for data in pieces, written one after another (no joined copy: safetensors
+/// files of the PyTorch bridge run to gigabytes).
+void write_file_atomic(const std::filesystem::path& p, const std::vector<std::string_view>& parts);
 /// @return the per-user cache root: $KFORGE_CACHE, else $XDG_CACHE_HOME/kforge, else ~/.cache/kforge.
 [[nodiscard]] std::filesystem::path cache_root();
 /// @return the path of the running executable (/proc/self/exe).
