@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -44,6 +45,14 @@ void write_all_nointr(int fd, const std::string& s) {
     if (w <= 0) return; // the worker died before reading its job: its exit status tells why
     off += static_cast<std::size_t>(w);
   }
+}
+
+// Which limit the watchdog hit, in words.
+std::string elapsed_at_kill(double wall_s, double last_frame_at, double timeout_s, double total_cap_s) {
+  if (wall_s - last_frame_at >= timeout_s * 0.999)
+    return fmt::format("no progress for {:.0f} s (the limit for one step); the watchdog killed it", timeout_s);
+  return fmt::format("still running after {:.0f} s in all ({} steps' limit of {:.0f} s each); the watchdog killed it",
+                     total_cap_s, total_cap_factor, timeout_s);
 }
 
 } // namespace
@@ -106,8 +115,14 @@ worker_outcome run_worker(const std::filesystem::path& exe, nlohmann::json job, 
   double exited_at = -1;
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
 
+  // The watchdog bounds each step, not the whole worker: it fires when no frame has arrived
+  // for timeout_s (the worker reports before every candidate call), so a problem whose
+  // tensors take seconds to draw and move is not mistaken for a hang. The whole run is
+  // still capped, at total_cap_factor steps' worth.
+  const double total_cap_s = timeout_s * total_cap_factor;
+  double last_frame_at = 0;
   while (!exited || res_open || out_open) {
-    const double left = timeout_s - elapsed();
+    const double left = std::min(timeout_s - (elapsed() - last_frame_at), total_cap_s - elapsed());
     if (left <= 0) {
       timed_out = true;
       break;
@@ -139,6 +154,7 @@ worker_outcome run_worker(const std::filesystem::path& exe, nlohmann::json job, 
             out.detail = "a frame after the worker's final frame";
             break;
           }
+          last_frame_at = elapsed();
           if (type == "progress") out.last_progress = m->header;
           if (type == "done") got_done = true;
           out.messages.push_back(std::move(*m));
@@ -174,7 +190,7 @@ worker_outcome run_worker(const std::filesystem::path& exe, nlohmann::json job, 
     // set above: a frame after "done"
   } else if (timed_out && !got_done) {
     out.end = worker_end::timeout;
-    out.detail = fmt::format("no result after {:.0f} s; the watchdog killed it", timeout_s);
+    out.detail = elapsed_at_kill(out.wall_s, last_frame_at, timeout_s, total_cap_s);
   } else if (got_done) {
     out.end = worker_end::done;
     out.detail = "done";

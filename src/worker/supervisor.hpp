@@ -37,7 +37,12 @@ struct worker_outcome {
 /// The kforge-worker executable: $KFORGE_WORKER, else beside the running executable.
 [[nodiscard]] std::filesystem::path default_worker_exe();
 
+/// A worker may run for this many times its timeout_s in all (see run_worker).
+inline constexpr int total_cap_factor = 20;
+
 /// @pre job has no "nonce" (run_worker adds it)
+/// `timeout_s` bounds each step: the worker is killed when no frame has arrived for that
+/// long (it reports before every candidate call), or after total_cap_factor * timeout_s.
 /// `wrapper` is a command put in front of the worker, which it must start with the same
 /// stdin and descriptors: `{"compute-sanitizer", "--tool", "memcheck"}` runs
 /// `compute-sanitizer --tool memcheck kforge-worker`. Empty: the worker itself.
