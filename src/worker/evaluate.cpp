@@ -17,6 +17,7 @@
 #include <future>
 #include <map>
 #include <random>
+#include <set>
 
 namespace kforge::worker {
 namespace {
@@ -35,8 +36,9 @@ std::string first_line_with(const std::string& text, const std::string& needle) 
   return "";
 }
 
-eval::host_tensor tensor_of(const message& m) {
-  return {static_cast<kf_dtype>(m.header.value("dtype", static_cast<int>(KF_F32))), m.payload};
+// Takes the frame's payload: tensors of gigabytes are moved, never copied.
+eval::host_tensor tensor_of(message& m) {
+  return {static_cast<kf_dtype>(m.header.value("dtype", static_cast<int>(KF_F32))), std::move(m.payload)};
 }
 
 // A worker that did not end cleanly becomes one failed check naming where it was.
@@ -246,19 +248,17 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
     for (auto& [key, v] : tt.oracle) oracle_out[{key.first, 0, key.second}] = std::move(v);
   } else
     truth = run_worker(exe,
-                          {{"role", "oracle"}, {"problem", problem_path}, {"device", lease.ordinal},
-                           {"libraries", {{"reference", ref.library.string()}, {"oracle", orc.library.string()}}},
-                           {"trials", trials}},
-                          timeout * 4);
-  for (auto& m : truth.messages) {
-    const std::string type = m.header["type"];
-    if (type == "error")
+                       {{"role", "oracle"}, {"problem", problem_path}, {"device", lease.ordinal},
+                        {"libraries", {{"reference", ref.library.string()}, {"oracle", orc.library.string()}}},
+                        {"trials", trials}},
+                       timeout * 4, 64 * 1024, {}, [&](message& m) {
+                         if (m.header["type"] != "output") return;
+                         output_key k{m.header["trial"], 0, m.header["index"]};
+                         (m.header["subject"] == "oracle" ? oracle_out : ref_out)[k] = tensor_of(m);
+                       });
+  for (auto& m : truth.messages)
+    if (m.header["type"] == "error")
       KFORGE_THROW(problem, "{}: the reference failed: {}", p.reference.string(), m.header.value("message", ""));
-    if (type == "output") {
-      output_key k{m.header["trial"], 0, m.header["index"]};
-      (m.header["subject"] == "oracle" ? oracle_out : ref_out)[k] = tensor_of(m);
-    }
-  }
   ev.phases["oracle_s"] = since(t_phase);
   t_phase = clock::now();
   if (!torch_ref && truth.end != worker_end::done)
@@ -273,75 +273,84 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
                                      eval::measure_reference_error(*outs[k], oracle_out.at({t, 0, k}), ref_out.at({t, 0, k}))});
     }
 
-  // 4. The candidate, alone in its worker; every output judged here.
-  auto verify = run_worker(exe,
-                           {{"role", "verify"}, {"problem", problem_path}, {"device", lease.ordinal},
-                            {"libraries", {{"candidate", cand.library.string()}}}, {"trials", trials},
-                            {"canary_seed", rng()}},
-                           timeout);
-  ev.worker_output = verify.output;
-  ev.phases["verify_s"] = since(t_phase);
-  t_phase = clock::now();
-  std::map<output_key, eval::host_tensor> cand_out;
-  for (auto& m : verify.messages) {
-    const std::string type = m.header["type"];
-    if (type == "error") {
-      eval::check_result c{.name = m.header.value("reason", "load_failed"), .passed = false,
-                           .message = m.header.value("message", "")};
-      if (c.name == "load_failed") c.message = fmt::format("{}: {}", candidate_source.string(), c.message);
-      add_check(c);
-    } else if (type == "check") {
-      eval::check_result c{.name = m.header["name"], .trial = m.header.value("trial", -1),
-                           .run = m.header.value("run", 0), .passed = m.header.value("passed", false),
-                           .message = m.header.value("message", "")};
-      if (m.header.contains("detail")) c.detail = m.header["detail"];
-      if (c.trial >= 0 && c.trial < static_cast<int>(trials.size())) c.case_name = trials[c.trial]["case"];
-      add_check(c);
-    } else if (type == "output") {
-      cand_out[{m.header["trial"], m.header["run"], m.header["index"]}] = tensor_of(m);
+  // 4. The candidate, alone in its worker. Each output is judged as it arrives and dropped
+  // (ten calls of a 4096x65536 softmax are 10 GiB), and a trial's truth once both its calls
+  // are judged, unless a timed call is re-verified against it later.
+  std::set<int> recheck_trials;
+  for (auto& r : rechecks) recheck_trials.insert(r["trial"].get<int>());
+  std::map<output_key, eval::host_tensor> first_call; // run 0's output, until run 1 is compared with it
+  bool any_output = false;
+  double judge_s = 0;
+  auto judge_output = [&](int t, int run, std::size_t k, eval::host_tensor got) {
+    if (t < 0 || t >= static_cast<int>(trials.size()) || k >= outs.size() || run < 0 || run > 1) return;
+    any_output = true;
+    const std::size_t want = static_cast<std::size_t>(outs[k]->numel()) * dtype_size(outs[k]->dtype);
+    if (got.bytes.size() != want) {
+      add_check({.name = "protocol_error", .passed = false,
+                 .message = fmt::format("output '{}' arrived with {} bytes, expected {}", outs[k]->name,
+                                        got.bytes.size(), want)});
+      return;
     }
-  }
-  if (auto f = process_failure(verify, "a verification call", ev.trials)) add_check(*f);
-
-  for (std::size_t t = 0; t < trials.size(); ++t)
-    for (std::size_t k = 0; k < outs.size(); ++k)
-      for (int run = 0; run < 2; ++run) {
-        auto it = cand_out.find({t, run, k});
-        if (it == cand_out.end()) continue; // the worker ended first: already a failed check
-        const std::size_t want = static_cast<std::size_t>(outs[k]->numel()) * dtype_size(outs[k]->dtype);
-        if (it->second.bytes.size() != want) {
-          add_check({.name = "protocol_error", .passed = false,
-                     .message = fmt::format("output '{}' arrived with {} bytes, expected {}", outs[k]->name,
-                                            it->second.bytes.size(), want)});
-          continue;
+    const std::string cname = trials[t]["case"];
+    for (auto& c : eval::compare_output(*outs[k], p.tolerance, got, oracle_out.at({t, 0, k}), ref_out.at({t, 0, k}))) {
+      c.case_name = cname;
+      c.trial = t;
+      c.run = run;
+      add_check(std::move(c));
+    }
+    if (run == 0) {
+      if (p.tolerance.deterministic) first_call[{t, 0, k}] = std::move(got);
+      return;
+    }
+    auto first = first_call.find({t, 0, k});
+    if (p.tolerance.deterministic && first != first_call.end() && first->second.bytes.size() == got.bytes.size()) {
+      auto c = eval::compare_repeat(*outs[k], first->second, got);
+      c.case_name = cname;
+      c.trial = t;
+      c.run = 1;
+      add_check(std::move(c));
+    }
+    if (first != first_call.end()) first_call.erase(first);
+    if (!recheck_trials.count(t)) {
+      oracle_out.erase({t, 0, k});
+      ref_out.erase({t, 0, k});
+    }
+  };
+  auto verify = run_worker(
+      exe,
+      {{"role", "verify"}, {"problem", problem_path}, {"device", lease.ordinal},
+       {"libraries", {{"candidate", cand.library.string()}}}, {"trials", trials}, {"canary_seed", rng()}},
+      timeout, 64 * 1024, {}, [&](message& m) {
+        const std::string type = m.header["type"];
+        if (type == "error") {
+          eval::check_result c{.name = m.header.value("reason", "load_failed"), .passed = false,
+                               .message = m.header.value("message", "")};
+          if (c.name == "load_failed") c.message = fmt::format("{}: {}", candidate_source.string(), c.message);
+          add_check(c);
+        } else if (type == "check") {
+          eval::check_result c{.name = m.header["name"], .trial = m.header.value("trial", -1),
+                               .run = m.header.value("run", 0), .passed = m.header.value("passed", false),
+                               .message = m.header.value("message", "")};
+          if (m.header.contains("detail")) c.detail = m.header["detail"];
+          if (c.trial >= 0 && c.trial < static_cast<int>(trials.size())) c.case_name = trials[c.trial]["case"];
+          add_check(c);
+        } else if (type == "output") {
+          const auto t0 = clock::now();
+          judge_output(m.header["trial"], m.header["run"], m.header["index"], tensor_of(m));
+          judge_s += since(t0);
         }
-        for (auto& c : eval::compare_output(*outs[k], p.tolerance, it->second, oracle_out.at({t, 0, k}),
-                                            ref_out.at({t, 0, k}))) {
-          c.case_name = trials[t]["case"];
-          c.trial = static_cast<int>(t);
-          c.run = run;
-          add_check(std::move(c));
-        }
-        if (run == 1 && p.tolerance.deterministic) {
-          auto first = cand_out.find({t, 0, k});
-          if (first != cand_out.end() && first->second.bytes.size() == it->second.bytes.size()) {
-            auto c = eval::compare_repeat(*outs[k], first->second, it->second);
-            c.case_name = trials[t]["case"];
-            c.trial = static_cast<int>(t);
-            c.run = 1;
-            add_check(std::move(c));
-          }
-        }
-      }
-
-  ev.phases["judge_s"] = since(t_phase);
+      });
+  ev.worker_output = verify.output;
+  ev.phases["verify_s"] = since(t_phase) - judge_s;
   t_phase = clock::now();
+  if (auto f = process_failure(verify, "a verification call", ev.trials)) add_check(*f);
+  ev.phases["judge_s"] = judge_s;
 
   // The verdict: the highest-priority failing check; ties go to the earliest trial.
   const eval::check_result* worst = nullptr;
   for (auto& c : ev.checks)
     if (!c.passed && (!worst || eval::check_priority(c.name) < eval::check_priority(worst->name))) worst = &c;
-  if (!worst && cand_out.empty()) {
+  if (!worst && !any_output) {
     add_check({.name = "exited_early", .passed = false, .message = "the verify worker returned no outputs"});
     worst = &ev.checks.back();
   }

@@ -58,7 +58,8 @@ std::string elapsed_at_kill(double wall_s, double last_frame_at, double timeout_
 } // namespace
 
 worker_outcome run_worker(const std::filesystem::path& exe, nlohmann::json job, double timeout_s,
-                          std::size_t max_output, const std::vector<std::string>& wrapper) {
+                          std::size_t max_output, const std::vector<std::string>& wrapper,
+                          const message_sink& sink) {
   if (!std::filesystem::exists(exe))
     KFORGE_THROW(worker, "worker executable {} not found (set KFORGE_WORKER, or keep kforge-worker beside kforge)",
                  exe.string());
@@ -154,9 +155,10 @@ worker_outcome run_worker(const std::filesystem::path& exe, nlohmann::json job, 
             out.detail = "a frame after the worker's final frame";
             break;
           }
-          last_frame_at = elapsed();
           if (type == "progress") out.last_progress = m->header;
           if (type == "done") got_done = true;
+          if (sink) sink(*m);
+          last_frame_at = elapsed(); // after the sink: its time is ours, not the worker's
           out.messages.push_back(std::move(*m));
         }
         if (!reader.error().empty()) break;

@@ -8,6 +8,7 @@
 #include "worker/protocol.hpp"
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -46,8 +47,12 @@ inline constexpr int total_cap_factor = 20;
 /// `wrapper` is a command put in front of the worker, which it must start with the same
 /// stdin and descriptors: `{"compute-sanitizer", "--tool", "memcheck"}` runs
 /// `compute-sanitizer --tool memcheck kforge-worker`. Empty: the worker itself.
+/// `sink`, when given, sees each frame as it arrives (before it is kept in `messages`) and
+/// may move its payload out: outputs of gigabytes are judged and dropped one by one instead
+/// of all held until the worker ends. Time spent in it is not the worker's.
+using message_sink = std::function<void(message&)>;
 [[nodiscard]] worker_outcome run_worker(const std::filesystem::path& exe, nlohmann::json job, double timeout_s,
                                         std::size_t max_output = 64 * 1024,
-                                        const std::vector<std::string>& wrapper = {});
+                                        const std::vector<std::string>& wrapper = {}, const message_sink& sink = {});
 
 } // namespace kforge::worker
