@@ -56,6 +56,7 @@ bool includable(const std::filesystem::path& p) {
 control_kernel torch_other_seed_kernel(const problem::problem& p, const std::filesystem::path& control, int device) {
   control_kernel k{.name = "other_seed"};
   const auto replay = control.parent_path() / (std::string("replay_answer") + control.extension().string());
+  const auto shared_header = control.parent_path().parent_path() / "answer_file.h"; // beside neither: hashed here
   if (!includable(replay)) {
     k.skip_reason = fmt::format("'{}' cannot be #included: its path holds a quote, backslash or newline", replay.string());
     return k;
@@ -79,7 +80,8 @@ control_kernel torch_other_seed_kernel(const problem::problem& p, const std::fil
       "// control sha256 {}\n"
       "#define KF_ANSWER_FILE \"{}\"\n"
       "#include \"{}\"\n",
-      p.name, seed, digest_with_headers(replay), answer.string(), replay.string());
+      p.name, seed, digest_with_headers(replay) + " " + sha256_hex(read_file(shared_header)), answer.string(),
+      replay.string());
   k.source = dir / fmt::format("other_seed-{}{}", sha256_hex(text).substr(0, 16), control.extension().string());
   if (!std::filesystem::exists(k.source)) write_file_atomic(k.source, text);
   return k;
