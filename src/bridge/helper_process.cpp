@@ -1,19 +1,17 @@
 #include "bridge/helper_process.hpp"
 
 #include "core/error.hpp"
+#include "core/subprocess.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-
-extern char** environ;
 
 namespace kforge::bridge {
 namespace {
@@ -25,33 +23,18 @@ helper_process::helper_process(const std::vector<std::string>& argv) {
   int in[2], ans[2], out[2];
   if (::pipe2(in, O_CLOEXEC) || ::pipe2(ans, O_CLOEXEC) || ::pipe2(out, O_CLOEXEC))
     KFORGE_THROW(internal, "pipe: {}", std::strerror(errno));
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, out[1], 2);
-  posix_spawn_file_actions_adddup2(&fa, ans[1], 3);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP); // a timeout kills what it started too
-  posix_spawnattr_setpgroup(&attr, 0);
-  std::vector<char*> cargv;
-  for (auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-  const int rc = ::posix_spawnp(&m_pid, cargv[0], &fa, &attr, cargv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
+  try {
+    m_pid = spawn_in_own_group(argv, {{in[0], 0}, {out[1], 1}, {out[1], 2}, {ans[1], 3}});
+  } catch (...) {
+    for (int fd : {in[0], in[1], ans[0], ans[1], out[0], out[1]}) ::close(fd);
+    throw;
+  }
   ::close(in[0]);
   ::close(ans[1]);
   ::close(out[1]);
   m_in = in[1];
   m_answer = ans[0];
   m_out = out[0];
-  if (rc != 0) {
-    m_pid = -1;
-    m_ended = std::strerror(rc);
-    KFORGE_THROW(internal, "cannot run '{}': {}", argv[0], std::strerror(rc));
-  }
   ::fcntl(m_out, F_SETFL, ::fcntl(m_out, F_GETFL) | O_NONBLOCK);
 }
 

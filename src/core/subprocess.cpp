@@ -17,35 +17,46 @@ extern char** environ;
 
 namespace kforge {
 
+pid_t spawn_in_own_group(const std::vector<std::string>& argv, const std::vector<std::pair<int, int>>& descriptors) {
+  KFORGE_ASSERT(!argv.empty());
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  bool sets_stdin = false;
+  for (auto [from, to] : descriptors) {
+    posix_spawn_file_actions_adddup2(&fa, from, to);
+    sets_stdin = sets_stdin || to == 0;
+  }
+  if (!sets_stdin) posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
+  std::vector<char*> cargv;
+  for (auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = ::posix_spawnp(&pid, cargv[0], &fa, &attr, cargv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) KFORGE_THROW(internal, "cannot run '{}': {}", argv[0], std::strerror(rc));
+  return pid;
+}
+
 command_result run_command(const std::vector<std::string>& argv, double timeout_s, std::size_t max_output) {
   KFORGE_ASSERT(!argv.empty());
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) KFORGE_THROW(internal, "pipe: {}", std::strerror(errno));
 
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP); // so a timeout kills the whole tree
-  posix_spawnattr_setpgroup(&attr, 0);
-
-  std::vector<char*> cargv;
-  for (auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-
   const auto t0 = std::chrono::steady_clock::now();
   pid_t pid = -1;
-  int rc = ::posix_spawnp(&pid, cargv[0], &fa, &attr, cargv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  ::close(fds[1]);
-  if (rc != 0) {
+  try {
+    pid = spawn_in_own_group(argv, {{fds[1], 1}, {fds[1], 2}});
+  } catch (...) {
     ::close(fds[0]);
-    KFORGE_THROW(internal, "cannot run '{}': {}", argv[0], std::strerror(rc));
+    ::close(fds[1]);
+    throw;
   }
+  ::close(fds[1]);
 
   command_result res;
   char buf[65536];
