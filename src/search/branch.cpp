@@ -54,11 +54,7 @@ public:
 
       // Every implementation at once: LLM calls in flight together, builds on all cores,
       // the session's lanes serialising device work.
-      struct job {
-        std::size_t idea;
-        std::future<outcome> result;
-      };
-      std::vector<job> jobs;
+      std::vector<std::future<outcome>> jobs; // idea i's b-th at i * b_count + b
       const int b_count = std::max(1, opt.implementations);
       for (std::size_t i = 0; i < ideas.size(); ++i)
         for (int b = 0; b < b_count; ++b) {
@@ -66,24 +62,13 @@ public:
           auto ireq = prompts.implement_idea(p, dev, ref_of(parent), ideas[i].text());
           ireq.replay_key = fmt::format("branch/r{}/idea{}/impl{}", round, i + 1, b + 1);
           const std::string label = fmt::format("r{} idea {} #{}", round, i + 1, b + 1);
-          jobs.push_back({i, std::async(std::launch::async, [&s, ireq, &parent, round, id = idea_ids[i], label] {
-                            return propose_and_judge(s, ireq, "code", &parent, "idea", round, id, label);
-                          })});
+          jobs.push_back(std::async(std::launch::async, [&s, ireq, &parent, round, id = idea_ids[i], label] {
+            return propose_and_judge(s, ireq, "code", &parent, "idea", round, id, label);
+          }));
         }
-      std::vector<outcome> results;
-      std::exception_ptr first_error;
+      const std::vector<outcome> results = wait_all(jobs);
       std::vector<std::vector<const outcome*>> by_idea(ideas.size());
-      results.reserve(jobs.size());
-      for (auto& j : jobs) {
-        try {
-          results.push_back(j.result.get());
-        } catch (...) {
-          if (!first_error) first_error = std::current_exception();
-          results.push_back(outcome{.status = "error"});
-        }
-      }
-      if (first_error) std::rethrow_exception(first_error);
-      for (std::size_t k = 0; k < jobs.size(); ++k) by_idea[jobs[k].idea].push_back(&results[k]);
+      for (std::size_t k = 0; k < results.size(); ++k) by_idea[k / b_count].push_back(&results[k]);
 
       // What each idea came to, for the next round's prompt and for `kforge show run`.
       for (std::size_t i = 0; i < ideas.size(); ++i) {

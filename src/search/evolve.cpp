@@ -84,17 +84,12 @@ public:
     s.end_round(0, "seed");
     std::vector<island> islands(static_cast<std::size_t>(n_islands));
     // Every island starts from the seed; a failed seed is a parent until something passes.
-    std::vector<outcome> fallback{seed};
     for (auto& is : islands) is.offer(seed, cuda);
     if (!seed.passed())
       s.emit({{"event", "note"}, {"message", "the seed did not pass: " + seed.message + "; evolving from it anyway"}});
 
     for (int round = 1; !s.stop_reason(); ++round) {
-      struct job {
-        std::size_t island;
-        std::future<outcome> result;
-      };
-      std::vector<job> jobs;
+      std::vector<std::future<outcome>> jobs; // island i's c-th child at i * children + c
       std::vector<outcome> parents; // stable storage: the jobs hold pointers into it
       parents.reserve(islands.size() * static_cast<std::size_t>(children));
       for (std::size_t i = 0; i < islands.size(); ++i)
@@ -102,7 +97,7 @@ public:
           // Uniform over cells, not over fitness: diversity is the point of the archive.
           const auto& cells = islands[i].cells;
           if (cells.empty()) {
-            parents.push_back(fallback.front());
+            parents.push_back(seed);
           } else {
             auto it = cells.begin();
             std::advance(it, static_cast<long>(s.rng()() % cells.size()));
@@ -115,20 +110,13 @@ public:
           auto req = prompts.implement(p, dev, ref_of(*parent));
           req.replay_key = fmt::format("evolve/r{}/i{}/c{}", round, i + 1, c + 1);
           const std::string label = fmt::format("r{} island {} #{}", round, i + 1, c + 1);
-          jobs.push_back({i, std::async(std::launch::async, [&s, req, parent, round, label] {
-                            return propose_and_judge(s, req, "code", parent, "evolve", round, std::nullopt, label);
-                          })});
+          jobs.push_back(std::async(std::launch::async, [&s, req, parent, round, label] {
+            return propose_and_judge(s, req, "code", parent, "evolve", round, std::nullopt, label);
+          }));
         }
-      std::exception_ptr first_error;
+      const std::vector<outcome> results = wait_all(jobs);
       int kept = 0;
-      for (auto& j : jobs) {
-        try {
-          kept += islands[j.island].offer(j.result.get(), cuda);
-        } catch (...) {
-          if (!first_error) first_error = std::current_exception();
-        }
-      }
-      if (first_error) std::rethrow_exception(first_error);
+      for (std::size_t k = 0; k < results.size(); ++k) kept += islands[k / children].offer(results[k], cuda);
 
       if (round % migrate_every == 0 && islands.size() > 1) {
         std::vector<outcome> migrants;

@@ -143,9 +143,14 @@ std::vector<outcome> session::evaluate_all(const std::vector<proposal>& props) {
   std::vector<std::future<outcome>> futs;
   futs.reserve(props.size());
   for (auto& p : props) futs.push_back(std::async(std::launch::async, [this, &p] { return evaluate(p); }));
+  return wait_all(futs);
+}
+
+std::vector<outcome> wait_all(std::vector<std::future<outcome>>& futures) {
   std::vector<outcome> out;
+  out.reserve(futures.size());
   std::exception_ptr first;
-  for (auto& f : futs) {
+  for (auto& f : futures) {
     try {
       out.push_back(f.get());
     } catch (...) {

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <future>
 #include <map>
 #include <deque>
 #include <memory>
@@ -160,5 +161,9 @@ private:
   std::vector<store::proposal_record> m_prior_proposals;
   std::map<int64_t, std::string> m_profiles; // candidate id -> digest text ("" when it failed)
 };
+
+/// Waits for every one of `futures` (so none outlives what its task refers to), then
+/// rethrows the first error, if any. @return the outcomes in order.
+std::vector<outcome> wait_all(std::vector<std::future<outcome>>& futures);
 
 } // namespace kforge::search

@@ -19,6 +19,7 @@
 //   tune    search/tune.cpp    parameters the seed declares (no LLM needed)
 //   refine  search/refine.cpp  one lineage; failures fed back for up to max_fixes fixes (CuTeGen)
 //   branch  search/branch.cpp  N ideas per round, B implementations each, best K seed the next (CRFM)
+//   evolve  search/evolve.cpp  islands of MAP-Elites archives, B children per island a round, ring migration
 #include "propose/prompt.hpp"
 #include "search/session.hpp"
 
