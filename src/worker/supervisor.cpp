@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 
 namespace kforge::worker {
 
@@ -122,6 +123,7 @@ worker_outcome run_worker(const std::filesystem::path& exe, nlohmann::json job, 
   // still capped, at total_cap_factor steps' worth.
   const double total_cap_s = timeout_s * total_cap_factor;
   double last_frame_at = 0;
+  std::exception_ptr sink_error;
   while (!exited || res_open || out_open) {
     const double left = std::min(timeout_s - (elapsed() - last_frame_at), total_cap_s - elapsed());
     if (left <= 0) {
@@ -157,11 +159,18 @@ worker_outcome run_worker(const std::filesystem::path& exe, nlohmann::json job, 
           }
           if (type == "progress") out.last_progress = m->header;
           if (type == "done") got_done = true;
-          if (sink) sink(*m);
+          if (sink) {
+            try {
+              sink(*m);
+            } catch (...) { // rethrown once the worker is gone, never with it left running
+              sink_error = std::current_exception();
+              break;
+            }
+          }
           last_frame_at = elapsed(); // after the sink: its time is ours, not the worker's
           out.messages.push_back(std::move(*m));
         }
-        if (!reader.error().empty()) break;
+        if (!reader.error().empty() || sink_error) break;
       }
     }
     if (fds[1].revents) {
@@ -180,6 +189,7 @@ worker_outcome run_worker(const std::filesystem::path& exe, nlohmann::json job, 
   ::close(res_p[0]);
   ::close(out_p[0]);
   out.wall_s = elapsed();
+  if (sink_error) std::rethrow_exception(sink_error);
 
   const bool killed_by_us = !exited;
   if (WIFSIGNALED(status)) out.signal = WTERMSIG(status);

@@ -49,7 +49,8 @@ inline constexpr int total_cap_factor = 20;
 /// `compute-sanitizer --tool memcheck kforge-worker`. Empty: the worker itself.
 /// `sink`, when given, sees each frame as it arrives (before it is kept in `messages`) and
 /// may move its payload out: outputs of gigabytes are judged and dropped one by one instead
-/// of all held until the worker ends. Time spent in it is not the worker's.
+/// of all held until the worker ends. Time spent in it is not the worker's. What it throws
+/// is rethrown by run_worker after the worker's process group is killed.
 using message_sink = std::function<void(message&)>;
 [[nodiscard]] worker_outcome run_worker(const std::filesystem::path& exe, nlohmann::json job, double timeout_s,
                                         std::size_t max_output = 64 * 1024,

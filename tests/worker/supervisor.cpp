@@ -5,6 +5,7 @@
 #include "worker/supervisor.hpp"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 
 using namespace kforge;
@@ -99,6 +100,30 @@ TEST(supervisor, a_child_holding_the_pipes_does_not_hang_the_parent) {
   EXPECT_EQ(o.end, worker::worker_end::exited_early);
   EXPECT_EQ(o.exit_code, 3);
   EXPECT_LT(o.wall_s, 10.0);
+}
+
+TEST(supervisor, an_exception_from_the_sink_comes_back_after_the_worker_is_killed) {
+  test::temp_dir d;
+  // A stand-in worker in Python: one well-formed frame with the job's nonce, then it hangs.
+  const auto w = d / "w";
+  test::write(w, "#!/usr/bin/env python3\n"
+                 "import json, os, struct, sys, time\n"
+                 "job = json.load(sys.stdin)\n"
+                 "open(sys.argv[0] + '.pid', 'w').write(str(os.getpid()))\n"
+                 "h = json.dumps({'type': 'progress'}).encode()\n"
+                 "os.write(3, b'KFW1' + bytes.fromhex(job['nonce']) + struct.pack('<I', len(h)) + h + struct.pack('<Q', 0))\n"
+                 "time.sleep(100)\n");
+  ::chmod(w.c_str(), 0755);
+  int frames = 0;
+  EXPECT_THROW((void)worker::run_worker(w, {}, 60, 64 * 1024, {},
+                                        [&](worker::message&) {
+                                          ++frames;
+                                          throw std::runtime_error("the sink gave up");
+                                        }),
+               std::runtime_error);
+  EXPECT_EQ(frames, 1);
+  const pid_t pid = std::stoi(read_file(d / "w.pid"));
+  EXPECT_NE(::kill(pid, 0), 0) << "the worker outlived the exception"; // killed and reaped
 }
 
 TEST(supervisor, missing_executable_is_a_clear_error) {
