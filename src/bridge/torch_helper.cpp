@@ -18,27 +18,36 @@ namespace kforge::bridge {
 namespace fs = std::filesystem;
 namespace {
 
+// `rel` in the checkout the binary sits in (build/ or dist/ beside it), else in the source
+// tree it was built from; empty when neither has it.
+fs::path find_in_checkout(const fs::path& rel) {
+  for (const auto& root : {self_exe().parent_path().parent_path(), fs::path(KFORGE_SOURCE_DIR)}) {
+    std::error_code ec;
+    if (fs::is_regular_file(root / rel, ec)) return root / rel;
+  }
+  return {};
+}
+
 fs::path helper_script() {
   if (const char* e = std::getenv("KFORGE_TORCH_HELPER"); e && *e) return e;
-  // Beside the binary first (build/ or dist/ in a checkout), then the source tree it was built from.
-  for (const auto& root : {self_exe().parent_path().parent_path(), fs::path(KFORGE_SOURCE_DIR)}) {
-    auto p = root / "python" / "kforge_torch.py";
-    std::error_code ec;
-    if (fs::is_regular_file(p, ec)) return p;
-  }
-  return fs::path(KFORGE_SOURCE_DIR) / "python" / "kforge_torch.py";
+  auto p = find_in_checkout("python/kforge_torch.py");
+  return p.empty() ? fs::path(KFORGE_SOURCE_DIR) / "python" / "kforge_torch.py" : p; // named when missing
 }
 
 // $KFORGE_PYTHON; the venv scripts/setup.sh makes (.venv beside build/); python3 on PATH.
 std::string find_python() {
   if (const char* e = std::getenv("KFORGE_PYTHON"); e && *e) return e;
-  for (const auto& root : {self_exe().parent_path().parent_path(), fs::path(KFORGE_SOURCE_DIR)}) {
-    auto p = root / ".venv" / "bin" / "python3";
-    std::error_code ec;
-    if (fs::exists(p, ec)) return p.string();
-  }
+  if (auto p = find_in_checkout(".venv/bin/python3"); !p.empty()) return p.string();
   auto p = find_on_path("python3");
   return p.empty() ? std::string() : p.string();
+}
+
+bool says_no_torch(const std::string& output) { return output.find("No module named 'torch'") != std::string::npos; }
+
+std::string no_torch_message(const std::string& python) {
+  return fmt::format("{} cannot import torch: run scripts/setup.sh (it installs torch into .venv) or set "
+                     "KFORGE_PYTHON to an interpreter that has it",
+                     python);
 }
 
 } // namespace
@@ -148,9 +157,7 @@ nlohmann::json call_helper(std::string_view command, const nlohmann::json& reque
     const std::size_t keep = 3000;
     return run.output.size() > keep ? "..." + run.output.substr(run.output.size() - keep) : run.output;
   };
-  if (run.output.find("No module named 'torch'") != std::string::npos)
-    KFORGE_THROW(usage, "{} cannot import torch: run scripts/setup.sh (it installs torch into .venv) or set "
-                        "KFORGE_PYTHON to an interpreter that has it", python);
+  if (says_no_torch(run.output)) KFORGE_THROW(usage, "{}", no_torch_message(python));
   if (run.timed_out)
     KFORGE_THROW(problem, "the PyTorch helper ({}) timed out after {:g} s{}", command, timeout_s,
                  run.output.empty() ? "" : ":\n" + tail());
@@ -186,11 +193,8 @@ const torch_status& torch_probe() {
       if (fs::exists(ans, ec)) a = nlohmann::json::parse(read_file(ans), nullptr, false);
     }
     if (!r.ok() || !a.is_object() || !a.contains("torch_version")) {
-      const bool no_module = r.output.find("No module named 'torch'") != std::string::npos;
-      s.why = no_module ? fmt::format("{} cannot import torch: run scripts/setup.sh (it installs torch into .venv) "
-                                      "or set KFORGE_PYTHON to an interpreter that has it",
-                                      s.python)
-                        : fmt::format("{} {} probe failed: {}", s.python, s.helper, r.output.substr(0, 600));
+      s.why = says_no_torch(r.output) ? no_torch_message(s.python)
+                                      : fmt::format("{} {} probe failed: {}", s.python, s.helper, r.output.substr(0, 600));
       return;
     }
     s.available = true;

@@ -13,13 +13,14 @@
 namespace kforge::bridge {
 namespace {
 
+// The inputs' bytes are moved, not copied: a trial's inputs can be a gigabyte.
 std::vector<named_tensor> named(const problem::problem& p, const std::string& prefix,
-                                const std::vector<eval::host_tensor>& inputs) {
+                                std::vector<eval::host_tensor> inputs) {
   std::vector<named_tensor> out;
   const auto specs = p.inputs();
   KFORGE_ASSERT(specs.size() == inputs.size());
   for (std::size_t i = 0; i < specs.size(); ++i)
-    out.push_back({prefix + specs[i]->name, inputs[i].dtype, specs[i]->shape, inputs[i].bytes});
+    out.push_back({prefix + specs[i]->name, inputs[i].dtype, specs[i]->shape, std::move(inputs[i].bytes)});
   return out;
 }
 
@@ -46,8 +47,7 @@ nlohmann::json torch_request(const problem::problem& p) {
           {"abi_outputs", outputs}, {"dtype", dtype_name(p.dtype)}};
 }
 
-torch_truth_result torch_truth(const problem::problem& p,
-                               const std::vector<std::pair<int, std::vector<eval::host_tensor>>>& trials,
+torch_truth_result torch_truth(const problem::problem& p, std::vector<std::pair<int, std::vector<eval::host_tensor>>> trials,
                                int device_index, double timeout_s) {
   // One helper call per trial: the files and the memory they take stay one trial's size
   // (a 4096 x 65536 softmax is 1 GiB in, 3 GiB out per trial), and the helper persists.
@@ -55,7 +55,8 @@ torch_truth_result torch_truth(const problem::problem& p,
   const auto outs = p.outputs();
   for (auto& [t, inputs] : trials) {
     const scratch_dir dir("truth"); // gone when this trial is read, before any candidate runs
-    write_safetensors(dir / "inputs.safetensors", named(p, fmt::format("{}/", t), inputs));
+    // Moved into the file and freed: not held while the module runs.
+    write_safetensors(dir / "inputs.safetensors", named(p, fmt::format("{}/", t), std::move(inputs)));
     auto req = torch_request(p);
     req["inputs_file"] = (dir / "inputs.safetensors").string();
     req["outputs_file"] = (dir / "outputs.safetensors").string();

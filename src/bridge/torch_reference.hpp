@@ -22,10 +22,11 @@ struct torch_truth_result {
   std::string device;                                                          // where the module ran
 };
 
-/// @param trials (trial number, nominal inputs in ABI order) for each trial
+/// @param trials (trial number, nominal inputs in ABI order) for each trial; taken, so that
+///        each trial's inputs are freed once written for the helper.
 /// @throws kforge::error (problem) when the module fails or answers the wrong outputs.
 [[nodiscard]] torch_truth_result torch_truth(const problem::problem& p,
-                                             const std::vector<std::pair<int, std::vector<eval::host_tensor>>>& trials,
+                                             std::vector<std::pair<int, std::vector<eval::host_tensor>>> trials,
                                              int device_index, double timeout_s);
 
 /// One thing the helper times: kind "eager" or "compile" (the problem's module), or

@@ -59,7 +59,7 @@ search::recorded_evaluation torch_reference_check(const problem::problem& p, con
   std::vector<std::pair<int, std::vector<eval::host_tensor>>> trials;
   for (std::size_t c = 0; c < p.cases.size(); ++c)
     trials.emplace_back(static_cast<int>(c), eval::make_inputs(p, p.cases[c], rng(), eval::precision::nominal));
-  auto truth = bridge::torch_truth(p, trials, eo.device, p.eval.timeout_s * 4);
+  auto truth = bridge::torch_truth(p, std::move(trials), eo.device, p.eval.timeout_s * 4);
   search::recorded_evaluation r;
   r.result.status = "passed";
   const auto outs = p.outputs();
