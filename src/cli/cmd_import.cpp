@@ -59,8 +59,7 @@ int import_directory(const import_opts& o, const global_options& g) {
 
 command_fn add_import_command(CLI::App& app, global_options& g) {
   auto* sub = app.add_subcommand("import", "Import a problem from another benchmark's format (kernelbench)");
-  using opts_t = import_opts;
-  auto o = std::make_shared<opts_t>();
+  auto o = std::make_shared<import_opts>();
   sub->add_option("format", o->format, "The source format: kernelbench")->required();
   sub->add_option("file", o->file, "The file (KernelBench: a .py with Model, get_inputs, get_init_inputs), or a folder of them (a level: each into --out/NAME)")->required();
   sub->add_option("--out", o->out, "Problem directory to write (default ./kernelbench/NAME); for a folder, the parent of one directory per file");

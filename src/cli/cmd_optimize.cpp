@@ -13,16 +13,6 @@ namespace kforge::cli {
 
 namespace {
 
-std::optional<std::filesystem::path> config_file(const std::string& flag) {
-  if (!flag.empty()) {
-    if (!std::filesystem::exists(flag)) KFORGE_THROW(usage, "{}: configuration file not found", flag);
-    return flag;
-  }
-  if (const char* v = std::getenv("KFORGE_CONFIG"); v && *v) return std::filesystem::path(v);
-  if (std::filesystem::exists("kforge.toml")) return std::filesystem::path("kforge.toml");
-  return std::nullopt;
-}
-
 // One line per round and per new best, for a person watching the terminal.
 void print_event(const nlohmann::json& e) {
   const std::string kind = e.value("event", "");
@@ -102,13 +92,8 @@ command_fn add_optimize_command(CLI::App& app, global_options& g) {
     if (o->seed) s.seed = *o->seed;
 
     // The LLM, when configured: kforge.toml's [llm] and/or --llm.
-    std::optional<llm::llm_config> cfg;
-    if (auto f = config_file(o->config)) cfg = llm::load_llm_config(*f);
-    if (!o->llm.empty()) {
-      if (!cfg) cfg = llm::llm_config{};
-      llm::apply_cli_models(*cfg, o->llm);
-    }
-    const bool have_llm = cfg && !cfg->models.empty();
+    const auto cfg = llm::find_llm_config(o->config, o->llm);
+    const bool have_llm = cfg.has_value();
     if (o->resume) {
       auto run = db.get_run(*o->resume);
       if (!run) KFORGE_THROW(usage, "{}: no run {} (kforge show runs lists them)", g.db_path().string(), *o->resume);

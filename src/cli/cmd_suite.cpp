@@ -23,17 +23,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// As kforge optimize finds its configuration: --config, $KFORGE_CONFIG, ./kforge.toml.
-std::optional<fs::path> config_file(const std::string& flag) {
-  if (!flag.empty()) {
-    if (!fs::exists(flag)) KFORGE_THROW(usage, "{}: configuration file not found", flag);
-    return flag;
-  }
-  if (const char* v = std::getenv("KFORGE_CONFIG"); v && *v) return fs::path(v);
-  if (fs::exists("kforge.toml")) return fs::path("kforge.toml");
-  return std::nullopt;
-}
-
 /// Every immediate subdirectory of `dir` holding a problem.toml, sorted by name.
 std::vector<fs::path> problem_dirs(const fs::path& dir) {
   if (!fs::is_directory(dir)) KFORGE_THROW(usage, "{}: not a directory", dir.string());
@@ -54,18 +43,6 @@ struct suite_opts {
   std::optional<int> budget;
   std::optional<std::uint64_t> seed;
 };
-
-/// The LLM configuration, when there is one (kforge.toml's [llm] and/or --llm).
-std::optional<llm::llm_config> llm_configuration(const suite_opts& o) {
-  std::optional<llm::llm_config> cfg;
-  if (auto f = config_file(o.config)) cfg = llm::load_llm_config(*f);
-  if (!o.llm.empty()) {
-    if (!cfg) cfg = llm::llm_config{};
-    llm::apply_cli_models(*cfg, o.llm);
-  }
-  if (cfg && cfg->models.empty()) cfg.reset();
-  return cfg;
-}
 
 /// The search of kforge optimize on one problem, from `start` (the problem's seed, else its
 /// reference, when empty); the row is the run's best passing evaluation, or its first
@@ -154,7 +131,7 @@ command_fn add_suite_command(CLI::App& app, global_options& g) {
     std::optional<llm::llm_config> cfg;
     std::string strategy;
     if (o->optimize) {
-      cfg = llm_configuration(*o);
+      cfg = llm::find_llm_config(o->config, o->llm);
       strategy = o->strategy.empty() ? (cfg ? "branch" : "tune") : o->strategy;
       if (strategy != "tune" && !cfg)
         KFORGE_THROW(usage, "strategy '{}' needs an LLM: add [llm] models to kforge.toml or pass --llm "
@@ -179,18 +156,13 @@ command_fn add_suite_command(CLI::App& app, global_options& g) {
       };
       try {
         const auto p = problem::load(dirs[i]);
-        r.torch = p.torch.has_value();
-        r.compile = p.torch && p.torch->compile;
         fs::path candidate;
         if (!o->candidates.empty()) {
           const auto c = cdir / (name + (p.backend == problem::backend_kind::cuda ? ".cu" : ".cpp"));
           if (fs::is_regular_file(c)) candidate = c;
         }
         if (o->optimize) {
-          const bool torch = r.torch, compile = r.compile;
           r = optimize_one(db, p, name, candidate, *o, strategy, cfg, progress);
-          r.torch = torch;
-          r.compile = compile;
         } else {
           if (candidate.empty() && p.seed) candidate = *p.seed;
           if (candidate.empty()) {
@@ -198,13 +170,12 @@ command_fn add_suite_command(CLI::App& app, global_options& g) {
             r.message = "no candidate: give --candidates DIR or a seed";
           } else {
             auto e = search::evaluate_and_record(db, p, candidate, {.origin = "suite"}, eo);
-            const bool torch = r.torch, compile = r.compile;
             r = report::row_of_evaluation(name, e.json);
             r.evaluation_id = e.evaluation_id;
-            r.torch = torch;
-            r.compile = compile;
           }
         }
+        r.torch = p.torch.has_value();
+        r.compile = p.torch && p.torch->compile;
       } catch (const kforge::error& e) {
         if (e.kind() == error_kind::store) throw; // the record is broken: every later problem would be too
         error_row(e.what());

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <cstdlib>
 #include <cmath>
 #include <fstream>
 #include <initializer_list>
@@ -437,6 +438,26 @@ ensemble& router::for_role(std::string_view role) {
   if (it == m_roles.end())
     KFORGE_THROW(internal, "llm: unknown role '{}' (known roles: {})", role, join(k_llm_roles));
   return it->second;
+}
+
+std::optional<llm_config> find_llm_config(const std::string& config_flag, const std::vector<std::string>& cli_models) {
+  std::optional<std::filesystem::path> file;
+  if (!config_flag.empty()) {
+    if (!std::filesystem::exists(config_flag)) KFORGE_THROW(usage, "{}: configuration file not found", config_flag);
+    file = config_flag;
+  } else if (const char* v = std::getenv("KFORGE_CONFIG"); v && *v) {
+    file = v;
+  } else if (std::filesystem::exists("kforge.toml")) {
+    file = "kforge.toml";
+  }
+  std::optional<llm_config> cfg;
+  if (file) cfg = load_llm_config(*file);
+  if (!cli_models.empty()) {
+    if (!cfg) cfg = llm_config{};
+    apply_cli_models(*cfg, cli_models);
+  }
+  if (cfg && cfg->models.empty()) cfg.reset();
+  return cfg;
 }
 
 } // namespace kforge::llm

@@ -81,6 +81,13 @@ struct llm_config {
 /// @throws kforge::error (usage) naming the argument when a spec or weight is malformed.
 void apply_cli_models(llm_config& cfg, const std::vector<std::string>& specs);
 
+/// What a command (optimize, suite) runs with: the file `config_flag` names (--config; it
+/// must exist), else $KFORGE_CONFIG, else ./kforge.toml when there is one; then
+/// `cli_models` (--llm) applied. @return nullopt when that leaves no model: no LLM.
+/// @throws kforge::error (usage) for a missing --config file or a bad [llm] table.
+[[nodiscard]] std::optional<llm_config> find_llm_config(const std::string& config_flag,
+                                                        const std::vector<std::string>& cli_models);
+
 /// @throws kforge::error (usage) "no LLM configured: ..." when some role would have no model.
 void require_models(const llm_config& cfg);
 
