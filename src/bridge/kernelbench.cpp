@@ -86,6 +86,10 @@ long long numel(const nlohmann::json& shape) {
   return n;
 }
 
+long long bytes_of(const nlohmann::json& shape, const std::string& dtype) {
+  return numel(shape) * static_cast<long long>(dtype_size(*dtype_from_name(dtype)));
+}
+
 } // namespace
 
 std::string kernelbench_toml(const nlohmann::json& d, const std::string& name, const std::string& backend,
@@ -123,7 +127,7 @@ std::string kernelbench_toml(const nlohmann::json& d, const std::string& name, c
     const std::string n = identifier(in["name"], taken);
     out += fmt::format("\n[[inputs]]\nname = {}\nshape = {}\n{}", toml_string(n), shape_text(in["shape"]),
                        dtype_line(in["dtype"]));
-    bytes += numel(in["shape"]) * static_cast<long long>(dtype_size(*dtype_from_name(in["dtype"].get<std::string>())));
+    bytes += bytes_of(in["shape"], in["dtype"]);
     dists.push_back({n, distribution_of(in["stats"], in["dtype"], false), shifted_distribution(in["stats"], in["dtype"])});
   }
   for (auto& st : d["state"]) {
@@ -138,7 +142,7 @@ std::string kernelbench_toml(const nlohmann::json& d, const std::string& name, c
     out += fmt::format("\n[[inputs]]   # the module's {} '{}'\nname = {}\nshape = {}\n{}param = true\ntorch_name = {}\n",
                        st["kind"].get<std::string>(), tn, toml_string(n), shape_text(st["shape"]), dtype_line(dt),
                        toml_string(tn));
-    bytes += numel(st["shape"]) * static_cast<long long>(dtype_size(*dtype_from_name(dt)));
+    bytes += bytes_of(st["shape"], dt);
     dists.push_back({n, distribution_of(st["stats"], dt, true), ""});
   }
   const auto& outs = d["outputs"];
@@ -146,7 +150,7 @@ std::string kernelbench_toml(const nlohmann::json& d, const std::string& name, c
     const std::string n = identifier(outs.size() == 1 ? "y" : fmt::format("y{}", i), taken);
     out += fmt::format("\n[[outputs]]\nname = {}\nshape = {}\n{}", toml_string(n), shape_text(outs[i]["shape"]),
                        dtype_line(outs[i]["dtype"]));
-    bytes += numel(outs[i]["shape"]) * static_cast<long long>(dtype_size(*dtype_from_name(outs[i]["dtype"].get<std::string>())));
+    bytes += bytes_of(outs[i]["shape"], outs[i]["dtype"]);
   }
 
   out += "\n# Input distributions: 'default' is what get_inputs() and the module's initialisation draw\n"
