@@ -158,13 +158,15 @@ artifact compile_nvcc(const request& rq) {
   auto inc = common_includes(rq, src);
   flags.insert(flags.end(), inc.begin(), inc.end());
   if (auto cutlass = cutlass_include_dir(); !cutlass.empty()) flags.push_back("-I" + cutlass.string());
-  // Vendor libraries, for baselines: linked only when the source includes their header,
-  // so a plain candidate never depends on a library the GPU machine might lack.
-  const std::string text = read_file(src);
-  if (text.find("cublas") != std::string::npos)
-    for (const char* l : {"-lcublas", "-lcublasLt"}) flags.push_back(l);
-  if (text.find("cudnn.h") != std::string::npos) flags.push_back("-lcudnn");
+  for (auto& l : vendor_link_flags(read_file(src))) flags.push_back(l); // baselines' cuBLAS, cuDNN
   return cached_compile("nvcc", nvcc_path(), flags, rq);
+}
+
+std::vector<std::string> vendor_link_flags(const std::string& source_text) {
+  std::vector<std::string> out;
+  if (source_text.find("cublas") != std::string::npos) out = {"-lcublas", "-lcublasLt"};
+  if (source_text.find("cudnn.h") != std::string::npos) out.push_back("-lcudnn");
+  return out;
 }
 
 std::filesystem::path cuda_include_dir() {

@@ -76,6 +76,9 @@ std::filesystem::path write_source(const std::string& source, const std::filesys
 [[nodiscard]] std::filesystem::path cutlass_include_dir();
 /// The nvcc to run: $KFORGE_NVCC, else the one kforge was built with, else nvcc on PATH.
 [[nodiscard]] std::string nvcc_path();
+/// The vendor libraries a CUDA source links (-lcublas -lcublasLt, -lcudnn): only those whose
+/// header it names, so a plain candidate never depends on a library the GPU machine might lack.
+[[nodiscard]] std::vector<std::string> vendor_link_flags(const std::string& source_text);
 /// Per-kernel resources from ptxas -v output. @return [{kernel, registers, smem_bytes, stack_bytes, spill_*}]
 [[nodiscard]] nlohmann::json parse_resource_report(const std::string& diagnostics);
 

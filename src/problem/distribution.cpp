@@ -142,6 +142,12 @@ struct stream_key {
 
 } // namespace
 
+std::string_view distribution_name(distribution_kind k) {
+  for (auto& info : k_kinds)
+    if (info.kind == k) return info.name;
+  KFORGE_THROW(internal, "unknown distribution kind {}", static_cast<int>(k));
+}
+
 distribution parse_distribution(const std::string& spec_in) {
   const std::string_view spec = trim(spec_in);
   if (spec.empty()) KFORGE_THROW(problem, "empty distribution (expected a call such as \"normal(0, 1)\")");

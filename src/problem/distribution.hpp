@@ -7,6 +7,7 @@
 //   auto d = parse_distribution("normal(0, 1)");  fill(d, seed, stream, out, n);
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kforge::problem {
@@ -26,6 +27,9 @@ struct distribution {
   double a = 0.0, b = 1.0; // the two parameters, in the order written above
   std::string text;        // as written, for reports
 };
+
+/// The kind's name as a spec writes it ("log_uniform").
+[[nodiscard]] std::string_view distribution_name(distribution_kind k);
 
 /// Parses "name(a, b)". @throws kforge::error (problem) with the reason; callers add file and key.
 [[nodiscard]] distribution parse_distribution(const std::string& spec);

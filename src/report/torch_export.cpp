@@ -1,5 +1,6 @@
 #include "report/torch_export.hpp"
 
+#include "build/compiler.hpp"
 #include "build/launch_plan.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
@@ -89,20 +90,6 @@ std::string py_number(double v) {
   return fmt::format("{}", v);
 }
 
-std::string distribution_kind_name(problem::distribution_kind k) {
-  using problem::distribution_kind;
-  switch (k) {
-  case distribution_kind::normal: return "normal";
-  case distribution_kind::uniform: return "uniform";
-  case distribution_kind::offset: return "offset";
-  case distribution_kind::log_uniform: return "log_uniform";
-  case distribution_kind::logits: return "logits";
-  case distribution_kind::sparse: return "sparse";
-  case distribution_kind::int_range: return "int_range";
-  }
-  return "normal";
-}
-
 /// The distribution the problem's first case draws `t` from, as the loader resolves it:
 /// the case's own entry, else the case named "default", else none (the test's default).
 const problem::distribution* first_case_distribution(const problem::problem& p, const tensor_spec& t) {
@@ -145,9 +132,7 @@ flags build_flags(const problem::problem& p, const std::string& source) {
                      "-U__CUDA_NO_HALF2_OPERATORS__",
                      "-U__CUDA_NO_BFLOAT16_CONVERSIONS__",
                      "-U__CUDA_NO_BFLOAT16_OPERATORS__"};
-    if (source.find("cublas") != std::string::npos)
-      for (const char* l : {"-lcublas", "-lcublasLt"}) f.ldflags.push_back(l);
-    if (source.find("cudnn.h") != std::string::npos) f.ldflags.push_back("-lcudnn");
+    f.ldflags = build::vendor_link_flags(source);
   } else {
     // -march=native as kforge built it: a kernel with AVX intrinsics does not compile without.
     f.cflags = {"-O3", "-march=native", "-fopenmp", real, "-DKF_BACKEND_CPU=1"};
@@ -458,7 +443,7 @@ std::string test_py(const problem::problem& p) {
   std::string dists = "{\n";
   for (auto* t : p.inputs())
     if (auto* d = first_case_distribution(p, *t))
-      dists += fmt::format("    {}: (\"{}\", {}, {}),  # {}\n", quoted(t->name), distribution_kind_name(d->kind),
+      dists += fmt::format("    {}: (\"{}\", {}, {}),  # {}\n", quoted(t->name), problem::distribution_name(d->kind),
                            py_number(d->a), py_number(d->b), d->text);
   dists += "}";
 
