@@ -23,9 +23,14 @@ struct imported_relu {
                                         {.out = dir / "relu", .backend = "cuda"});
     p = problem::load(r.dir);
   }
+  // The native relu seed against the module, timed for half a second.
+  worker::evaluation evaluate_candidate() const {
+    worker::evaluate_options o;
+    o.worker_exe = test::worker_binary();
+    o.time_budget_s = 0.5;
+    return worker::evaluate(p, test::source_dir() / "bench" / "kernelbench" / "candidates" / "relu.cu", o);
+  }
 };
-
-std::filesystem::path relu_candidate() { return test::source_dir() / "bench" / "kernelbench" / "candidates" / "relu.cu"; }
 
 } // namespace
 
@@ -33,10 +38,7 @@ TEST(gpu_torch_bridge, a_cuda_candidate_is_judged_by_the_module_and_timed_beside
   if (!bridge::torch_probe().available) GTEST_SKIP() << bridge::torch_probe().why;
   ASSERT_TRUE(bridge::torch_probe().cuda) << "torch on the GPU machine has no CUDA";
   imported_relu r;
-  worker::evaluate_options o;
-  o.worker_exe = test::worker_binary();
-  o.time_budget_s = 0.5;
-  auto ev = worker::evaluate(r.p, relu_candidate(), o);
+  auto ev = r.evaluate_candidate();
   ASSERT_TRUE(ev.passed()) << ev.message;
   ASSERT_NE(ev.timing("candidate"), nullptr);
   ASSERT_NE(ev.timing("reference"), nullptr) << "eager";
@@ -48,10 +50,7 @@ TEST(gpu_torch_bridge, a_cuda_candidate_is_judged_by_the_module_and_timed_beside
 TEST(gpu_torch_bridge, the_bridge_timer_times_the_candidate_library_through_the_abi) {
   if (!bridge::torch_probe().available) GTEST_SKIP() << bridge::torch_probe().why;
   imported_relu r;
-  worker::evaluate_options o;
-  o.worker_exe = test::worker_binary();
-  o.time_budget_s = 0.5;
-  auto ev = worker::evaluate(r.p, relu_candidate(), o);
+  auto ev = r.evaluate_candidate();
   ASSERT_TRUE(ev.passed()) << ev.message;
   std::filesystem::path lib;
   for (auto& b : ev.builds)
