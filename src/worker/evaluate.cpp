@@ -545,6 +545,7 @@ nlohmann::json to_json(const evaluation& ev, const problem::problem& p) {
   j["precision"] = p.tolerance.precision;
   j["review"] = ev.review;
   j["sanitize"] = ev.sanitize;
+  j["confinement"] = ev.confinement;
   j["builds"] = nlohmann::json::array();
   for (auto& b : ev.builds)
     j["builds"].push_back({{"role", b.role}, {"toolchain", b.artifact.toolchain}, {"ok", b.artifact.ok},

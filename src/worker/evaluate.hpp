@@ -80,6 +80,9 @@ struct evaluation {
   std::string worker_output;                          // what the candidate printed, truncated
   std::vector<std::string> review;                    // flags for a person (implausible speedup); not failures
   nlohmann::json sanitize;                            // null: not asked; {"skipped": why} or {"passed", "checks"}
+  /// The confinement each worker ran under, by role ("oracle", "verify", "time", ...): the
+  /// layers kforge-confine reported in force, or missing with the reason (sandbox/report.hpp).
+  nlohmann::json confinement = nlohmann::json::object();
   [[nodiscard]] bool passed() const { return status == "passed"; }
   [[nodiscard]] const eval::timing_summary* timing(const std::string& subject) const;
   /// reference median / candidate median, when both were timed.
