@@ -489,7 +489,7 @@ public:
       const std::string pre = "eval";
       check_keys(*e, pre,
                  {"trials_per_case", "time_budget_s", "min_samples", "max_samples", "target_rel_ci", "timeout_s",
-                  "hidden_case", "review_speedup"});
+                  "hidden_case", "review_speedup", "memory_limit_mb", "max_threads"});
       read_int(*e, pre, "trials_per_case", p.eval.trials_per_case, 1);
       read_number(*e, pre, "time_budget_s", p.eval.time_budget_s, 0, true);
       read_int(*e, pre, "min_samples", p.eval.min_samples, 1);
@@ -501,6 +501,8 @@ public:
       read_number(*e, pre, "timeout_s", p.eval.timeout_s, 0, true);
       read_bool(*e, pre, "hidden_case", p.eval.hidden_case);
       read_number(*e, pre, "review_speedup", p.eval.review_speedup, 1, false);
+      read_number(*e, pre, "memory_limit_mb", p.eval.memory_limit_mb, 0, false);
+      read_int(*e, pre, "max_threads", p.eval.max_threads, 0);
     }
 
     const bool cuda = p.backend == backend_kind::cuda;

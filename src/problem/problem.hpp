@@ -67,6 +67,10 @@ struct eval_spec {
   double timeout_s = 60.0;      // watchdog for one worker
   bool hidden_case = true;      // add eval::hidden_case (hard rows at random positions) to every evaluation
   double review_speedup = 50.0; // a speedup over the reference above this is flagged for review
+  /// The sandbox's limits for a process that runs candidate code (worker/confinement.hpp):
+  /// 0 = kforge's default, sized from the problem's tensors and the machine.
+  double memory_limit_mb = 0;   // private memory (RLIMIT_DATA); device memory is not counted
+  int max_threads = 0;          // threads and processes together (RLIMIT_NPROC in a user namespace)
 };
 
 /// [sanitize]: how `kforge eval --sanitize` runs compute-sanitizer. The tools are slow

@@ -554,6 +554,8 @@ TEST(ProblemErrors, BadSectionValues) {
   EXPECT_HAS(load_error(minimal("", "[eval]\ntarget_rel_ci = -0.1\n")), "key 'eval.target_rel_ci': must be > 0");
   EXPECT_HAS(load_error(minimal("", "[eval]\ntimeout_s = 0\n")), "key 'eval.timeout_s': must be > 0");
   EXPECT_HAS(load_error(minimal("", "[eval]\nreview_speedup = 0.5\n")), "key 'eval.review_speedup': must be >= 1");
+  EXPECT_HAS(load_error(minimal("", "[eval]\nmemory_limit_mb = -1\n")), "key 'eval.memory_limit_mb': must be >= 0");
+  EXPECT_HAS(load_error(minimal("", "[eval]\nmax_threads = 2.5\n")), "key 'eval.max_threads': must be an integer");
   EXPECT_HAS(load_error(minimal("", "[tolerance]\nprecision = \"fp8\"\n")),
              "key 'tolerance.precision': must be \"nominal\", \"tf32\", \"bf16\" or \"f16\", got 'fp8'");
   EXPECT_HAS(load_error(minimal("dtype = \"f64\"", "[tolerance]\nprecision = \"tf32\"\n")),
@@ -570,6 +572,15 @@ TEST(ProblemLoad, PrecisionOptInAndHiddenCaseSwitch) {
   const auto q = kp::load(defaults.path);
   EXPECT_EQ(q.tolerance.precision, "nominal");
   EXPECT_TRUE(q.eval.hidden_case);
+  EXPECT_EQ(q.eval.memory_limit_mb, 0.0); // the sandbox's automatic limits
+  EXPECT_EQ(q.eval.max_threads, 0);
+}
+
+TEST(ProblemLoad, SandboxLimits) {
+  problem_dir d(minimal("", "[eval]\nmemory_limit_mb = 512\nmax_threads = 8\n"));
+  const auto p = kp::load(d.path);
+  EXPECT_EQ(p.eval.memory_limit_mb, 512.0);
+  EXPECT_EQ(p.eval.max_threads, 8);
 }
 
 // --- unknown keys -------------------------------------------------------------------------------
