@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Packs what the lent GPU machine runs into dist/ (stripped, so the carried tree stays small):
+# kforge and the programs it starts, the GPU tests, and the benchmark programs.
+#   scripts/setup.sh && scripts/dist.sh      then carry dist/ and third_party/
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p dist
+for b in kforge kforge-worker kforge-confine kforge-nvrtc tests/test_gpu bench/bench_confine_start; do
+  [ -f "build/$b" ] || { echo "dist: build/$b missing (skipped)"; continue; }
+  strip -o "dist/$(basename "$b")" "build/$b"
+done
+ls -la dist
