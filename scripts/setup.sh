@@ -12,6 +12,7 @@ APT_PACKAGES=(
   libsqlite3-dev sqlite3 libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcurl4-openssl-dev libcpp-httplib-dev
+  libseccomp-dev
 )
 
 missing=()
