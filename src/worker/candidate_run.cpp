@@ -1,0 +1,76 @@
+#include "worker/candidate_run.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+namespace kforge::worker {
+
+std::optional<eval::check_result> process_failure(const worker_outcome& o, const std::string& phase,
+                                                  const nlohmann::json& trials) {
+  if (o.end == worker_end::done) return std::nullopt;
+  eval::check_result c{.name = worker_end_name(o.end), .passed = false};
+  std::string where = phase;
+  const auto& lp = o.last_progress;
+  if (lp.contains("trial") && lp["trial"].is_number_integer()) {
+    const int t = lp["trial"];
+    c.trial = t;
+    if (t >= 0 && t < static_cast<int>(trials.size())) c.case_name = trials[t]["case"];
+    c.run = lp.value("run", 0);
+    where = fmt::format("{} on case '{}' (trial {}{})", phase, c.case_name, t, c.run ? ", repeat call" : "");
+  }
+  if (lp.value("phase", "") == "timing") where = "timing";
+  if (lp.value("phase", "") == "workspace") where = "kf_workspace_bytes";
+  switch (o.end) {
+  case worker_end::crashed: c.message = fmt::format("the candidate crashed with {} during {}", o.detail, where); break;
+  case worker_end::timeout: c.message = fmt::format("the candidate hung during {}: {}", where, o.detail); break;
+  case worker_end::exited_early:
+    c.message = fmt::format("the worker exited during {} without a result ({}): the candidate called exit()?", where, o.detail);
+    break;
+  default: c.message = fmt::format("the result channel was tampered with during {}: {}", where, o.detail); break;
+  }
+  c.detail = {{"how", o.detail}, {"exit_code", o.exit_code}, {"signal", o.signal}};
+  if (!o.output.empty()) c.detail["output"] = o.output.substr(0, 2000);
+  return c;
+}
+
+std::string with_place(const eval::check_result& c) {
+  if (c.case_name.empty() || c.name == "crashed" || c.name == "timeout" || c.name == "exited_early" ||
+      c.name == "protocol_error")
+    return c.message;
+  return fmt::format("case '{}' (trial {}{}): {}", c.case_name, c.trial, c.run ? ", repeat call" : "", c.message);
+}
+
+verify_run verify_candidate(const worker_context& ctx, const std::filesystem::path& library,
+                            const std::filesystem::path& candidate_source, const nlohmann::json& trials,
+                            std::uint64_t canary_seed, judge& j, const check_sink& add) {
+  using clock = std::chrono::steady_clock;
+  verify_run out;
+  out.outcome = run_worker(
+      ctx.exe,
+      {{"role", "verify"}, {"problem", ctx.p.dir.string()}, {"device", ctx.device},
+       {"libraries", {{"candidate", library.string()}}}, {"trials", trials}, {"canary_seed", canary_seed}},
+      ctx.timeout_s, 64 * 1024, {}, [&](message& m) {
+        const std::string type = m.header["type"];
+        if (type == "error") {
+          eval::check_result c{.name = m.header.value("reason", "load_failed"), .passed = false,
+                               .message = m.header.value("message", "")};
+          if (c.name == "load_failed") c.message = fmt::format("{}: {}", candidate_source.string(), c.message);
+          add(c);
+        } else if (type == "check") {
+          eval::check_result c{.name = m.header["name"], .trial = m.header.value("trial", -1),
+                               .run = m.header.value("run", 0), .passed = m.header.value("passed", false),
+                               .message = m.header.value("message", "")};
+          if (m.header.contains("detail")) c.detail = m.header["detail"];
+          if (c.trial >= 0 && c.trial < static_cast<int>(trials.size())) c.case_name = trials[c.trial]["case"];
+          add(c);
+        } else if (type == "output") {
+          const auto t0 = clock::now();
+          j.output(m.header["trial"], m.header["run"], m.header["index"], tensor_of(m));
+          out.judge_s += std::chrono::duration<double>(clock::now() - t0).count();
+        }
+      });
+  return out;
+}
+
+} // namespace kforge::worker

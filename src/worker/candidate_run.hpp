@@ -1,0 +1,37 @@
+#pragma once
+// The candidate's verification worker (role "verify": the candidate alone, two calls per
+// trial, its outputs judged here as they arrive), and how any worker that ran candidate
+// code and did not end cleanly becomes a failed check naming where it was.
+//   auto v = worker::verify_candidate(ctx, builds.candidate.library, source, trials, seed, judge, add);
+//   if (auto f = worker::process_failure(v.outcome, "a verification call", trials)) add(*f);
+#include "worker/judge.hpp"
+#include "worker/stage.hpp"
+#include "worker/supervisor.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kforge::worker {
+
+/// A worker that did not end cleanly as one failed check (crashed, timeout, exited_early,
+/// protocol_error), placed at the trial its last "progress" frame named.
+/// @return nothing when it ended with its final frame
+[[nodiscard]] std::optional<eval::check_result> process_failure(const worker_outcome& o, const std::string& phase,
+                                                                const nlohmann::json& trials);
+
+/// The check's message with its case and trial in front, when it has them.
+[[nodiscard]] std::string with_place(const eval::check_result& c);
+
+struct verify_run {
+  worker_outcome outcome;
+  double judge_s = 0; // of its wall time, the part spent judging its outputs here
+};
+
+/// Runs the verify worker on `trials`; every check it reports and every output (through
+/// `j`) becomes a check on `add` as it arrives.
+[[nodiscard]] verify_run verify_candidate(const worker_context& ctx, const std::filesystem::path& library,
+                                          const std::filesystem::path& candidate_source, const nlohmann::json& trials,
+                                          std::uint64_t canary_seed, judge& j, const check_sink& add);
+
+} // namespace kforge::worker

@@ -1,0 +1,48 @@
+#pragma once
+// The roles of the kforge-worker process (worker_process.hpp), one file each, and what
+// they share. Each reads its part of the job, reports on the result channel and returns
+// the process's exit code; worker_process.cpp sends the final "done".
+//   role_oracle.cpp     reference + float64 oracle on every trial (never a candidate)
+//   role_verify.cpp     the candidate, two calls per trial, with its checks
+//   role_time.cpp       subjects timed one sample at a time
+//   role_profile.cpp    one candidate call inside the profiler's range
+//   role_calibrate.cpp  the device's ceilings
+#include "device/backend.hpp"
+#include "eval/buffers.hpp"
+#include "problem/problem.hpp"
+#include "worker/kernel_library.hpp"
+#include "worker/protocol.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kforge::worker {
+
+/// One verification trial as the parent planned it (worker/plan.hpp).
+struct trial {
+  std::string case_name;
+  std::uint64_t seed;
+  int index;
+};
+[[nodiscard]] trial trial_of(const nlohmann::json& tj);
+
+/// Sends each output as an "output" frame: {subject, trial, run, index, dtype} + its bytes.
+void send_outputs(channel_writer& ch, const std::vector<eval::host_tensor>& outs, const std::string& subject, int t,
+                  int run);
+
+/// The implementation's workspace for the shapes of `ts` (0 when it declares none).
+[[nodiscard]] std::size_t workspace_size(const kernel_library& k, eval::tensor_set& ts);
+
+/// "kf_forward returned 3", with the implementation's own reason when it gives one.
+[[nodiscard]] std::string returned_message(const kernel_library& k, int rc);
+
+int run_oracle(channel_writer& ch, const problem::problem& p, const nlohmann::json& job, device::backend& dev);
+int run_verify(channel_writer& ch, const problem::problem& p, const nlohmann::json& job, device::backend& dev);
+int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json& job, device::backend& dev);
+int run_profile(channel_writer& ch, const problem::problem& p, const nlohmann::json& job, device::backend& dev);
+int run_calibrate(channel_writer& ch, const nlohmann::json& job);
+
+} // namespace kforge::worker

@@ -1,0 +1,35 @@
+#pragma once
+// The parent's side of timing a candidate that passed verification: the timing worker
+// (candidate, reference and baselines on the same rotating inputs, sample by sample), the
+// [torch] reference and torch.compile through the bridge, and the checks on the times
+// themselves: under the device's physical floor (impossible_time), or a speedup large
+// enough that a person should look (review).
+//   auto timed = worker::time_subjects(ctx, builds, plan.rechecks, budget, rng(), rec);
+//   j.timed_outputs(plan.rechecks, timed);  worker::check_plausibility(p, model, rec);
+#include "worker/build_roles.hpp"
+#include "worker/stage.hpp"
+
+#include <map>
+
+namespace kforge::worker {
+
+/// Times the candidate, the reference (unless [torch]) and every baseline; each subject's
+/// summary goes to rec.timing, a failure during timing to rec.check.
+/// @return the outputs of the re-verified timed calls, keyed {place in rechecks, 0, output}
+[[nodiscard]] std::map<output_key, eval::host_tensor> time_subjects(const worker_context& ctx,
+                                                                    const role_artifacts& builds,
+                                                                    const nlohmann::json& rechecks, double budget_s,
+                                                                    std::uint64_t seed, recorder& rec);
+
+/// A [torch] problem's reference: eager PyTorch and (when asked) torch.compile, timed by the
+/// bridge's helper with the same protocol; one that cannot be timed is a review note, not a
+/// failure. With `reuse`, a measurement under an hour old of the same problem on the same
+/// device model is taken instead (searches: they do not change between candidates).
+void time_torch_reference(const worker_context& ctx, double budget_s, std::uint64_t seed, bool reuse,
+                          const std::string& device_model, recorder& rec);
+
+/// impossible_time against the device's calibrated roofline (when calibrated: ev.roofline),
+/// and a review flag for a speedup above the problem's review_speedup.
+void check_plausibility(const problem::problem& p, const std::string& device_model, recorder& rec);
+
+} // namespace kforge::worker
