@@ -10,6 +10,7 @@
 #include "core/fs.hpp"
 #include "core/hash.hpp"
 #include "core/subprocess.hpp"
+#include "sandbox/launch.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -53,6 +54,54 @@ std::vector<std::string> common_includes(const request& rq, const std::filesyste
   return f;
 }
 
+// Headers a source may include from its own folder: the ones its cache key hashes.
+bool is_header(const std::filesystem::path& p) {
+  const auto ext = p.extension();
+  return ext == ".h" || ext == ".hpp" || ext == ".cuh" || ext == ".inl";
+}
+
+// The compiler runs confined (sandbox/): it reads the toolchain, kforge's and the request's
+// include roots, the source and the headers beside it, and writes only the entry's folder;
+// no network. An `#include "/any/file"` or `.incbin` of a file outside is "Permission denied",
+// so a diagnostic never carries the content of a file the candidate should not see.
+// @param inputs the source, the headers beside it, and include roots. @return the argv to run.
+std::vector<std::string> confined(std::vector<std::string> argv, const std::vector<std::filesystem::path>& inputs,
+                                  const std::filesystem::path& out_dir, const sandbox::scratch_dir& scratch,
+                                  std::string& how) {
+  if (auto why = sandbox::disabled_reason(); !why.empty()) {
+    how = why;
+    return argv;
+  }
+  if (!std::filesystem::path(argv[0]).is_absolute()) {
+    auto found = find_on_path(argv[0]);
+    if (found.empty()) KFORGE_THROW(build, "compiler '{}' is not on PATH", argv[0]);
+    argv[0] = found.string();
+  }
+  sandbox::policy pol;
+  pol.read_paths = sandbox::system_read_paths();
+  pol.read_paths.insert(pol.read_paths.end(), inputs.begin(), inputs.end());
+  pol.read_paths.push_back(argv[0]);                                              // kforge-nvrtc lives in the build tree
+  pol.read_paths.push_back(std::filesystem::path(argv[0]).parent_path().parent_path()); // a toolkit outside /usr
+  if (const char* ld = std::getenv("LD_LIBRARY_PATH"))
+    for (std::string_view rest = ld; !rest.empty();) {
+      const auto colon = rest.find(':');
+      if (colon != 0) pol.read_paths.emplace_back(std::string(rest.substr(0, colon)));
+      rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
+    }
+  pol.device_paths = {"/dev/null", "/dev/zero", "/dev/urandom"};
+  pol.write_paths = {out_dir};
+  pol.scratch = scratch.path();
+  pol.env = {{"LC_ALL", "C"}};
+  for (const char* pass : {"PATH", "LD_LIBRARY_PATH"})
+    if (const char* v = std::getenv(pass); v && *v) pol.env[pass] = v;
+  // A large CUTLASS instantiation takes several GiB in cicc; the limits stop a runaway, not a build.
+  pol.lim = {.memory_bytes = std::uint64_t{16} << 30, .processes = 256, .file_bytes = std::uint64_t{2} << 30,
+             .cpu_s = 1200, .scratch_bytes = std::uint64_t{4} << 30};
+  pol.profile = sandbox::syscall_profile::compiler;
+  how = "kforge-confine";
+  return sandbox::confined_argv(pol, argv, -1);
+}
+
 // @param output the file name the compiler writes into the cache entry ("kernel.so").
 artifact cached_compile(const std::string& toolchain, const std::string& exe, std::vector<std::string> flags,
                         const request& rq, const std::string& output = "kernel.so") {
@@ -75,10 +124,8 @@ artifact cached_compile(const std::string& toolchain, const std::string& exe, st
   // Headers beside the source (-I of its folder) can change the object too: hash them,
   // in name order, so editing one never serves a stale build.
   std::vector<std::filesystem::path> headers;
-  for (auto& e : std::filesystem::directory_iterator(src.parent_path())) {
-    const auto ext = e.path().extension();
-    if (e.is_regular_file() && (ext == ".h" || ext == ".hpp" || ext == ".cuh" || ext == ".inl")) headers.push_back(e.path());
-  }
+  for (auto& e : std::filesystem::directory_iterator(src.parent_path()))
+    if (e.is_regular_file() && is_header(e.path())) headers.push_back(e.path());
   std::sort(headers.begin(), headers.end());
   for (auto& hp : headers) h.add(hp.filename().string()).add(read_file(hp));
   a.cache_key = h.hex();
@@ -99,7 +146,25 @@ artifact cached_compile(const std::string& toolchain, const std::string& exe, st
   argv.push_back((work.dir / output).string());
   argv.push_back(src.string());
   a.command = join_command(argv);
-  auto r = run_command(argv, 600, 256 * 1024);
+  std::vector<std::filesystem::path> inputs = headers;
+  inputs.push_back(src);
+  inputs.push_back(abi_include_dir());
+  // Include roots: kforge's, CUTLASS's and the toolkit's whole; any other folder on the include
+  // path (a tunable's own folder, a request's include_dirs) only for the headers directly in it.
+  const std::vector<std::filesystem::path> roots = {abi_include_dir(), cutlass_include_dir(), cuda_include_dir()};
+  for (auto& f : flags) {
+    if (f.rfind("-I", 0) != 0 || f.size() <= 2) continue;
+    const std::filesystem::path dir = f.substr(2);
+    if (std::find(roots.begin(), roots.end(), dir) != roots.end()) {
+      inputs.push_back(dir);
+      continue;
+    }
+    std::error_code ec;
+    for (auto& e : std::filesystem::directory_iterator(dir, ec))
+      if (e.is_regular_file() && is_header(e.path())) inputs.push_back(e.path());
+  }
+  sandbox::scratch_dir scratch;
+  auto r = run_command(confined(argv, inputs, work.dir, scratch, a.confinement), 600, 256 * 1024);
   a.duration_s = r.duration_s;
   a.diagnostics = r.timed_out ? "compiler timed out after 600 s\n" + r.output : r.output;
   a.ok = r.ok() && std::filesystem::exists(work.dir / output);

@@ -50,6 +50,7 @@ struct artifact {
   std::string cache_key;             // sha256 of source, flags, compiler identity and ABI header
   double duration_s = 0.0;           // compiler wall time (0 when cached)
   nlohmann::json resources = nlohmann::json::array(); // nvcc: per kernel registers, smem, stack, spills
+  std::string confinement;           // "kforge-confine" when the compiler ran confined, else why not
 };
 
 /// Writes `source` content-addressed under <cache>/sources/ (with the extension of `like`),

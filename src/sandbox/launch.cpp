@@ -17,7 +17,15 @@ namespace fs = std::filesystem;
 
 fs::path confine_exe() {
   if (const char* v = std::getenv("KFORGE_CONFINE"); v && *v) return v;
-  return self_exe().parent_path() / "kforge-confine";
+  std::vector<fs::path> candidates{self_exe().parent_path() / "kforge-confine"};
+  if (const char* w = std::getenv("KFORGE_WORKER"); w && *w) candidates.push_back(fs::path(w).parent_path() / "kforge-confine");
+#ifdef KFORGE_CONFINE_BINARY
+  candidates.push_back(KFORGE_CONFINE_BINARY); // a test binary, or a tool run from the build tree
+#endif
+  std::error_code ec;
+  for (auto& c : candidates)
+    if (fs::exists(c, ec)) return c;
+  return candidates.front();
 }
 
 std::vector<std::string> confined_argv(const policy& p, const std::vector<std::string>& argv, int report_fd) {

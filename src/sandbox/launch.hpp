@@ -13,7 +13,8 @@
 
 namespace kforge::sandbox {
 
-/// @return $KFORGE_CONFINE when set, else "kforge-confine" beside the running executable.
+/// @return $KFORGE_CONFINE when set, else "kforge-confine" beside the running executable,
+/// beside $KFORGE_WORKER, or where this build put it (whichever exists first).
 [[nodiscard]] std::filesystem::path confine_exe();
 
 /// {confine_exe(), "--policy", to_json(p).dump(), "--report-fd", std::to_string(report_fd), "--", argv...};
