@@ -130,10 +130,11 @@ artifact cached_compile(const std::string& toolchain, const std::string& exe, st
   for (auto& hp : headers) h.add(hp.filename().string()).add(read_file(hp));
   a.cache_key = h.hex();
 
-  if (auto entry = cache_lookup(a.cache_key, output)) {
+  if (auto entry = cache_lookup(a.cache_key, output, &a.cache_note)) {
     a.ok = entry->ok;
     a.cached = true;
     a.library = entry->ok ? entry->library : std::filesystem::path();
+    a.sha256 = entry->sha256;
     a.diagnostics = entry->diagnostics;
     a.command = entry->command;
     a.resources = parse_resource_report(a.diagnostics);
@@ -168,8 +169,10 @@ artifact cached_compile(const std::string& toolchain, const std::string& exe, st
   a.duration_s = r.duration_s;
   a.diagnostics = r.timed_out ? "compiler timed out after 600 s\n" + r.output : r.output;
   a.ok = r.ok() && std::filesystem::exists(work.dir / output);
-  a.library = cache_commit(work, {a.ok, a.diagnostics, a.command}, output);
-  if (!a.ok) a.library.clear();
+  const auto entry = cache_commit(work, {a.ok, a.diagnostics, a.command}, output);
+  a.ok = entry.ok;
+  a.library = a.ok ? entry.library : std::filesystem::path();
+  a.sha256 = entry.sha256;
   a.resources = parse_resource_report(a.diagnostics);
   return a;
 }

@@ -48,6 +48,8 @@ struct artifact {
   std::string command;               // the full compiler command line
   std::string compiler;              // compiler identity: first line of --version
   std::string cache_key;             // sha256 of source, flags, compiler identity and ABI header
+  std::string sha256;                // of the artifact (library), recorded when built, checked when served
+  std::string cache_note;            // why the cache entry was not used as is, when it was not; else empty
   double duration_s = 0.0;           // compiler wall time (0 when cached)
   nlohmann::json resources = nlohmann::json::array(); // nvcc: per kernel registers, smem, stack, spills
   std::string confinement;           // "kforge-confine" when the compiler ran confined, else why not

@@ -6,6 +6,7 @@
 #include "cli/format.hpp"
 #include "search/record.hpp"
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "eval/result.hpp"
 #include "eval/statistics.hpp"
 
@@ -82,7 +83,15 @@ command_fn add_eval_command(CLI::App& app, global_options& g) {
                 "print both medians: the check that eager/torch.compile times are comparable with kforge's");
   return [o, &g]() {
     const auto p = problem::load(o->problem);
-    if (!std::filesystem::exists(o->candidate)) KFORGE_THROW(usage, "{}: candidate file not found", o->candidate);
+    // A candidate is a source file; its name and bytes are anything the file system allows
+    // (they are handled as bytes, and shown with stray bytes as \xHH).
+    const std::string shown = printable_path(o->candidate);
+    std::error_code ec;
+    const auto st = std::filesystem::status(o->candidate, ec);
+    if (!std::filesystem::exists(st)) KFORGE_THROW(usage, "{}: candidate file not found", shown);
+    if (std::filesystem::is_directory(st)) KFORGE_THROW(usage, "{} is a directory, not a candidate source file", shown);
+    if (!std::filesystem::is_regular_file(st))
+      KFORGE_THROW(usage, "{} is not a regular file; give the candidate's source file", shown);
     store::store db(g.db_path());
     worker::evaluate_options eo;
     eo.seed = o->seed;
@@ -107,10 +116,14 @@ command_fn add_eval_command(CLI::App& app, global_options& g) {
     }
     auto r = search::evaluate_and_record(db, p, o->candidate, from, eo);
     if (o->parity) r.json["torch_parity"] = torch_parity(p, o->candidate, r.result, eo);
-    if (g.json) std::cout << r.json.dump(2) << "\n";
-    else {
-      std::cout << format_evaluation(r.result, p, r.evaluation_id, o->candidate);
-      if (o->parity) std::cout << format_parity(r.json["torch_parity"]);
+    // What is printed is scrubbed of secrets like what is stored (the result already is;
+    // this covers what was added since), and is valid UTF-8 JSON whatever the candidate printed.
+    if (g.json) {
+      std::cout << scrub_secrets_json(r.json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)) << "\n";
+    } else {
+      std::string text = format_evaluation(r.result, p, r.evaluation_id, shown);
+      if (o->parity) text += format_parity(r.json["torch_parity"]);
+      std::cout << scrub_secrets(text);
     }
     return r.result.passed() ? exit_ok : exit_failed;
   };

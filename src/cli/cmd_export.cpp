@@ -2,6 +2,7 @@
 // kforge/kernel.h, a README saying what it is and how it measured, and its evaluation record;
 // with --torch, also a PyTorch extension around it (report/torch_export.hpp).
 #include "cli/commands.hpp"
+#include "cli/format.hpp"
 #include "build/launch_plan.hpp"
 #include "core/error.hpp"
 #include "problem/problem.hpp"
@@ -85,7 +86,7 @@ command_fn add_export_command(CLI::App& app, global_options& g) {
         j["torch_files"] = nlohmann::json::array();
         for (auto& f : torch_files) j["torch_files"].push_back(f.string());
       }
-      std::cout << j.dump(2) << "\n";
+      std::cout << json_text(j) << "\n";
       return exit_ok;
     }
     std::cout << fmt::format("exported run {}'s best (candidate #{}{}) to {}\n", r.run_id, r.candidate_id,

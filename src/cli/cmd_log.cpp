@@ -39,7 +39,7 @@ command_fn add_log_command(CLI::App& app, global_options& g) {
                            : nlohmann::json();
         j["entries"].push_back(e);
       }
-      std::cout << j.dump(2) << "\n";
+      std::cout << json_text(j) << "\n";
       return exit_ok;
     }
     if (rows.empty()) {

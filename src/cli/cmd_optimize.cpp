@@ -4,6 +4,7 @@
 #include "core/error.hpp"
 #include "llm/config.hpp"
 #include "search/llm_gateway.hpp"
+#include "search/record.hpp"
 #include "search/strategy.hpp"
 
 #include <iostream>
@@ -93,6 +94,7 @@ command_fn add_optimize_command(CLI::App& app, global_options& g) {
 
     // The LLM, when configured: kforge.toml's [llm] and/or --llm.
     const auto cfg = llm::find_llm_config(o->config, o->llm);
+    if (cfg) search::protect_llm_keys(*cfg); // their values never reach the record
     const bool have_llm = cfg.has_value();
     if (o->resume) {
       auto run = db.get_run(*o->resume);

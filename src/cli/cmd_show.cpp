@@ -78,7 +78,7 @@ command_fn add_show_command(CLI::App& app, global_options& g) {
         std::erase_if(runs, [&](const store::run_record& r) { return r.problem != o->problem; });
         if (runs.size() > static_cast<std::size_t>(o->limit)) runs.resize(o->limit);
       }
-      if (g.json) std::cout << report::runs_json(runs, &db).dump(2) << "\n";
+      if (g.json) std::cout << json_text(report::runs_json(runs, &db)) << "\n";
       else std::cout << report::runs_text(runs, &db);
       return exit_ok;
     }
@@ -89,7 +89,7 @@ command_fn add_show_command(CLI::App& app, global_options& g) {
       if (o->source && j["best"].is_object()) best = db.get_candidate(j["best"]["candidate_id"].get<int64_t>());
       if (g.json) {
         if (best) j["best"]["source"] = best->source;
-        std::cout << j.dump(2) << "\n";
+        std::cout << json_text(j) << "\n";
         return exit_ok;
       }
       std::cout << report::run_text(j);
@@ -108,7 +108,7 @@ command_fn add_show_command(CLI::App& app, global_options& g) {
           e["reference_median_s"] = r.reference_median_s ? nlohmann::json(*r.reference_median_s) : nlohmann::json();
           j["evaluations"].push_back(e);
         }
-        std::cout << j.dump(2) << "\n";
+        std::cout << json_text(j) << "\n";
         return exit_ok;
       }
       if (rows.empty()) {
@@ -138,7 +138,7 @@ command_fn add_show_command(CLI::App& app, global_options& g) {
       j["started_at"] = ev->started_at;
       j["finished_at"] = ev->finished_at;
       if (o->source && cand) j["candidate"]["source"] = cand->source;
-      std::cout << j.dump(2) << "\n";
+      std::cout << json_text(j) << "\n";
       return exit_ok;
     }
     std::cout << fmt::format("evaluation #{}  {}  {}\n", ev->id, ev->status, ev->started_at);

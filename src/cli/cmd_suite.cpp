@@ -132,6 +132,7 @@ command_fn add_suite_command(CLI::App& app, global_options& g) {
     std::string strategy;
     if (o->optimize) {
       cfg = llm::find_llm_config(o->config, o->llm);
+      if (cfg) search::protect_llm_keys(*cfg); // their values never reach the record
       strategy = o->strategy.empty() ? (cfg ? "branch" : "tune") : o->strategy;
       if (strategy != "tune" && !cfg)
         KFORGE_THROW(usage, "strategy '{}' needs an LLM: add [llm] models to kforge.toml or pass --llm "

@@ -7,6 +7,10 @@
 
 namespace kforge::cli {
 
+std::string json_text(const nlohmann::json& j, int indent) {
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 double parse_seconds(const std::string& text) {
   std::size_t used = 0;
   double v = 0;

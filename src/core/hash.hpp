@@ -1,5 +1,6 @@
 #pragma once
 // Content hashes: build-cache keys and candidate identities.
+#include <filesystem>
 #include <string>
 #include <string_view>
 
@@ -7,6 +8,10 @@ namespace kforge {
 
 /// @return lowercase hex SHA-256 of `data`.
 [[nodiscard]] std::string sha256_hex(std::string_view data);
+
+/// @return lowercase hex SHA-256 of the file's bytes, read in pieces.
+/// @throws kforge::error (build) naming the file when it cannot be read.
+[[nodiscard]] std::string sha256_file(const std::filesystem::path& path);
 
 /// Incremental form: feed parts with explicit lengths so ("ab","c") != ("a","bc").
 class hasher {

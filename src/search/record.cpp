@@ -3,10 +3,58 @@
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "core/hash.hpp"
+#include "core/text.hpp"
 #include "build/params.hpp"
+
+#include <mutex>
 
 
 namespace kforge::search {
+namespace {
+
+// Text a candidate produced may be anything: JSON is written with stray bytes replaced
+// (U+FFFD), never thrown on (nlohmann's type_error 316).
+std::string dump(const nlohmann::json& j, int indent = -1) {
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+/// Candidate text made fit to pass on: no secret values, valid UTF-8.
+std::string clean(std::string_view text) { return to_valid_utf8(scrub_secrets(text)); }
+
+void scrub(nlohmann::json& j) {
+  if (j.is_string()) j = clean(j.get_ref<const std::string&>());
+  else if (j.is_structured())
+    for (auto& v : j) scrub(v);
+}
+
+void scrub(eval::check_result& c) {
+  c.message = clean(c.message);
+  scrub(c.detail);
+}
+
+// What the candidate printed reaches the result in its check details, messages and build
+// diagnostics (and its file name in commands); none of it may carry a secret further, nor
+// bytes that make a JSON writer throw (the caller prints it, the MCP server sends it, a
+// search quotes it to an LLM). The store cleans what it writes on its own.
+void scrub(worker::evaluation& ev) {
+  ev.message = clean(ev.message);
+  ev.worker_output = clean(ev.worker_output);
+  if (ev.failure) scrub(*ev.failure);
+  for (auto& c : ev.checks) scrub(c);
+  for (auto& b : ev.builds) {
+    b.artifact.diagnostics = clean(b.artifact.diagnostics);
+    b.artifact.command = clean(b.artifact.command);
+  }
+  for (auto& r : ev.review) r = clean(r);
+}
+
+} // namespace
+
+void protect_llm_keys(const llm::llm_config& cfg) {
+  for (auto& m : cfg.models) add_secret_variable(m.key_env);
+  for (auto& [role, models] : cfg.roles)
+    for (auto& m : models) add_secret_variable(m.key_env);
+}
 
 int64_t problem_id(store::store& db, const problem::problem& p) {
   return db.put_problem({p.name, std::filesystem::absolute(p.dir).string(),
@@ -15,7 +63,7 @@ int64_t problem_id(store::store& db, const problem::problem& p) {
 
 nlohmann::json evaluation_config(const problem::problem& p, const std::filesystem::path& candidate,
                                  const worker::evaluate_options& opts) {
-  return {{"candidate", std::filesystem::absolute(candidate).string()},
+  return {{"candidate", printable_path(std::filesystem::absolute(candidate).string())},
           {"seed", opts.seed ? nlohmann::json(*opts.seed) : nlohmann::json()},
           {"trials_per_case", opts.trials_per_case},
           {"time", opts.time},
@@ -27,6 +75,13 @@ nlohmann::json evaluation_config(const problem::problem& p, const std::filesyste
 recorded_evaluation evaluate_and_record(store::store& db, const problem::problem& p,
                                         const std::filesystem::path& given, const provenance& given_from,
                                         worker::evaluate_options opts) {
+  static std::once_flag configured_keys;
+  std::call_once(configured_keys, [] {
+    try {
+      if (auto cfg = llm::find_llm_config("", {})) protect_llm_keys(*cfg);
+    } catch (const kforge::error&) {
+    }
+  });
   recorded_evaluation r;
   const auto pid = problem_id(db, p);
   std::filesystem::path candidate = given;
@@ -45,20 +100,22 @@ recorded_evaluation evaluate_and_record(store::store& db, const problem::problem
     if (auto why = space.rejection(values); !why.empty()) KFORGE_THROW(usage, "{}: {}", given.string(), why);
     source = build::instantiate(source, space, values);
     candidate = build::write_source(source, given);
-    if (from.label.empty()) from.label = given.filename().string() + " [" + build::to_string(values) + "]";
+    if (from.label.empty()) from.label = printable_path(given.filename().string()) + " [" + build::to_string(values) + "]";
   } else if (!from.params.empty()) {
     KFORGE_THROW(usage, "{} declares no tunable parameters (// kforge: param, docs/candidates.md)", given.string());
   }
   r.candidate_id = db.put_candidate(pid, source, from.origin,
-                                    from.label.empty() ? candidate.filename().string() : from.label, from.parent_id);
-  r.evaluation_id = db.begin_evaluation(r.candidate_id, std::nullopt, evaluation_config(p, candidate, opts).dump());
+                                    from.label.empty() ? printable_path(candidate.filename().string()) : from.label,
+                                    from.parent_id);
+  r.evaluation_id = db.begin_evaluation(r.candidate_id, std::nullopt, dump(evaluation_config(p, candidate, opts)));
   if (!from.hypothesis.empty() || from.predicted_s) db.set_experiment(r.evaluation_id, from.hypothesis, from.predicted_s);
   const auto best_before = db.best_median(pid);
   opts.observer.on_build = [&, user = opts.observer.on_build](const worker::role_build& b) {
     db.put_build({.candidate_id = r.candidate_id, .role = b.role, .compiler = b.artifact.compiler,
                   .flags = b.artifact.command, .cache_key = b.artifact.cache_key, .ok = b.artifact.ok,
                   .cached = b.artifact.cached, .diagnostics = b.artifact.diagnostics,
-                  .duration_s = b.artifact.duration_s, .resources_json = b.artifact.resources.dump()});
+                  .duration_s = b.artifact.duration_s, .resources_json = dump(b.artifact.resources),
+                  .sha256 = b.artifact.sha256, .cache_note = b.artifact.cache_note});
     if (user) user(b);
   };
   opts.observer.on_check = [&, user = opts.observer.on_check](const eval::check_result& c) {
@@ -66,7 +123,7 @@ recorded_evaluation evaluate_and_record(store::store& db, const problem::problem
     if (!c.message.empty()) d["message"] = c.message;
     if (!c.output.empty()) d["output"] = c.output;
     if (c.run) d["run"] = c.run;
-    db.put_check(r.evaluation_id, {c.name, c.case_name, c.trial, c.passed, d.dump()});
+    db.put_check(r.evaluation_id, {c.name, c.case_name, c.trial, c.passed, dump(d)});
     if (user) user(c);
   };
   opts.observer.on_timing = [&, user = opts.observer.on_timing](const eval::timing_summary& t) {
@@ -80,10 +137,18 @@ recorded_evaluation evaluate_and_record(store::store& db, const problem::problem
     db.finish_evaluation(r.evaluation_id, "error", e.what(), "{}");
     throw;
   }
+  scrub(r.result);
   r.json = worker::to_json(r.result, p);
+  // The artifact's sha256 and any cache note, per build (kforge.eval/1 builds[]; to_json
+  // lists the builds in this order).
+  for (std::size_t i = 0; i < r.result.builds.size() && i < r.json["builds"].size(); ++i) {
+    const auto& a = r.result.builds[i].artifact;
+    r.json["builds"][i]["sha256"] = a.sha256.empty() ? nlohmann::json() : nlohmann::json(a.sha256);
+    if (!a.cache_note.empty()) r.json["builds"][i]["cache_note"] = a.cache_note;
+  }
   r.json["evaluation_id"] = r.evaluation_id;
   r.json["candidate"] = {{"id", r.candidate_id},
-                         {"path", std::filesystem::absolute(given).string()},
+                         {"path", printable_path(std::filesystem::absolute(given).string())},
                          {"hash", sha256_hex(source)},
                          {"origin", from.origin}};
   // Kept: it beat every passing candidate of this problem before it (the log's "keep or revert").
@@ -92,7 +157,8 @@ recorded_evaluation evaluate_and_record(store::store& db, const problem::problem
   r.json["kept"] = kept;
   if (!from.hypothesis.empty()) r.json["hypothesis"] = from.hypothesis;
   if (from.predicted_s) r.json["predicted_s"] = *from.predicted_s;
-  db.finish_evaluation(r.evaluation_id, r.result.status, r.result.message, r.json.dump(), r.result.device_index,
+  r.json = nlohmann::json::parse(dump(r.json)); // whatever else holds stray bytes: U+FFFD, once
+  db.finish_evaluation(r.evaluation_id, r.result.status, r.result.message, dump(r.json), r.result.device_index,
                        r.result.device);
   if (kept) db.set_kept(r.evaluation_id, true);
   return r;

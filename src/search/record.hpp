@@ -4,6 +4,7 @@
 // completes, and the row is closed with the verdict and the device that measured it.
 // A killed kforge leaves every finished piece in the database.
 //   auto r = search::evaluate_and_record(db, p, "my_kernel.cu", {.origin = "file"}, opts);
+#include "llm/config.hpp"
 #include "problem/problem.hpp"
 #include "store/store.hpp"
 #include "worker/evaluate.hpp"
@@ -31,6 +32,11 @@ struct provenance {
   std::map<std::string, int64_t> params; // values for declared parameters (the rest at their defaults)
 };
 
+/// Treats the API-key variables `cfg` names (every model's key_env) as secrets from now on
+/// (core/text.hpp add_secret_variable), whatever their names: what a candidate prints is
+/// scrubbed of their values before it is stored or shown.
+void protect_llm_keys(const llm::llm_config& cfg);
+
 /// The problem's row (inserted on first use): name + hash of problem.toml and the reference.
 int64_t problem_id(store::store& db, const problem::problem& p);
 
@@ -40,7 +46,9 @@ int64_t problem_id(store::store& db, const problem::problem& p);
                                                const worker::evaluate_options& opts);
 
 /// A candidate that declares tunable parameters (build/params.hpp) is judged at its
-/// declared defaults. @throws kforge::error (build) for a malformed declaration.
+/// declared defaults. Everything recorded and returned is scrubbed of secrets; the first
+/// call in a process also protects the keys of the LLM config found by default
+/// ($KFORGE_CONFIG or ./kforge.toml; one that does not load is left to the commands that use it). @throws kforge::error (build) for a malformed declaration.
 /// @throws kforge::error when the problem is broken (the row is closed with status "error" first).
 [[nodiscard]] recorded_evaluation evaluate_and_record(store::store& db, const problem::problem& p,
                                                       const std::filesystem::path& candidate, const provenance& from,

@@ -2,11 +2,14 @@
 
 #include "core/error.hpp"
 #include "core/hash.hpp"
+#include "core/process_owner.hpp"
+#include "core/text.hpp"
 
 #include <sqlite3.h>
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <string_view>
 #include <thread>
 #include <chrono>
@@ -25,7 +28,7 @@ namespace {
 // ---------------------------------------------------------------------------------
 #define KFORGE_NOW "(strftime('%Y-%m-%dT%H:%M:%fZ','now'))"
 
-constexpr std::array<std::string_view, 5> migrations{
+constexpr std::array<std::string_view, 6> migrations{
     // 1: the initial schema.
     R"sql(
 CREATE TABLE problems (
@@ -218,6 +221,16 @@ ALTER TABLE evaluations ADD COLUMN hypothesis TEXT NOT NULL DEFAULT '';
 ALTER TABLE evaluations ADD COLUMN predicted_s REAL;
 ALTER TABLE evaluations ADD COLUMN kept INTEGER NOT NULL DEFAULT 0;
 )sql",
+    // 6: a record a candidate cannot quietly corrupt. An evaluation names the kforge process
+    // that runs it (process_owner: host, boot, PID namespace, pid and start time), so a
+    // later open can mark the rows of a dead one "interrupted"; a build keeps its
+    // artifact's sha256 and why the cache was bypassed, when it was (cache_note).
+    R"sql(
+ALTER TABLE evaluations ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+CREATE INDEX evaluations_running ON evaluations(status) WHERE status = 'running';
+ALTER TABLE builds ADD COLUMN sha256 TEXT NOT NULL DEFAULT '';
+ALTER TABLE builds ADD COLUMN cache_note TEXT NOT NULL DEFAULT '';
+)sql",
 };
 
 static_assert(migrations.size() == store::latest_schema_version,
@@ -244,11 +257,20 @@ public:
   statement& bind(int v) { return check(sqlite3_bind_int(m_stmt, ++m_index, v)); }
   statement& bind(bool v) { return check(sqlite3_bind_int(m_stmt, ++m_index, v ? 1 : 0)); }
   statement& bind(double v) { return check(sqlite3_bind_double(m_stmt, ++m_index, v)); }
-  statement& bind(std::string_view v) {
-    return check(sqlite3_bind_text64(m_stmt, ++m_index, v.data(), v.size(), SQLITE_TRANSIENT, SQLITE_UTF8));
-  }
+  // Every text written goes through here. It is scrubbed of secret values, since what a
+  // candidate printed (check details, build diagnostics, messages) can hold a key it read,
+  // and made valid UTF-8 (stray bytes become U+FFFD), since a TEXT column is read back as
+  // UTF-8 by everything that shows it. Only the candidate's own source is kept as given
+  // (bind_blob): it is hashed, and rebuilt from.
+  statement& bind(std::string_view v) { return bind_exact(to_valid_utf8(scrub_secrets(v))); }
   statement& bind(const std::string& v) { return bind(std::string_view{v}); }
   statement& bind(const char* v) { return bind(std::string_view{v}); }
+  /// A JSON document: scrubbed inside its strings only, so it stays valid JSON.
+  statement& bind_json(std::string_view v) { return bind_exact(to_valid_utf8(scrub_secrets_json(v))); }
+  /// Bytes kept exactly (not UTF-8 checked, not scrubbed): a candidate's source.
+  statement& bind_blob(std::string_view v) {
+    return check(sqlite3_bind_blob64(m_stmt, ++m_index, v.data(), v.size(), SQLITE_TRANSIENT));
+  }
   statement& bind(std::optional<int64_t> v) {
     return v ? bind(*v) : check(sqlite3_bind_null(m_stmt, ++m_index));
   }
@@ -278,6 +300,12 @@ public:
     if (!p) return {};
     return std::string(p, static_cast<size_t>(sqlite3_column_bytes(m_stmt, col)));
   }
+  /// A column's bytes as stored, whatever its type (a BLOB, or TEXT from older versions).
+  [[nodiscard]] std::string bytes(int col) const {
+    const auto* p = static_cast<const char*>(sqlite3_column_blob(m_stmt, col));
+    if (!p) return {};
+    return std::string(p, static_cast<size_t>(sqlite3_column_bytes(m_stmt, col)));
+  }
   [[nodiscard]] std::optional<int64_t> opt_i64(int col) const {
     if (is_null(col)) return std::nullopt;
     return i64(col);
@@ -288,6 +316,9 @@ public:
   }
 
 private:
+  statement& bind_exact(const std::string& v) {
+    return check(sqlite3_bind_text64(m_stmt, ++m_index, v.data(), v.size(), SQLITE_TRANSIENT, SQLITE_UTF8));
+  }
   statement& check(int rc) {
     if (rc != SQLITE_OK) fail(m_db, m_path, "binding parameter");
     return *this;
@@ -328,6 +359,8 @@ build_record read_build(const statement& s) {
   b.duration_s = s.f64(9);
   b.created_at = s.text(10);
   b.resources_json = s.text(11);
+  b.sha256 = s.text(12);
+  b.cache_note = s.text(13);
   return b;
 }
 
@@ -362,6 +395,7 @@ store::store(const std::filesystem::path& db_path) : m_path(db_path) {
     }
     exec(m_db, m_path, "PRAGMA synchronous=NORMAL", "setting synchronous mode");
     migrate();
+    mark_interrupted_evaluations();
   } catch (...) {
     sqlite3_close_v2(m_db);
     m_db = nullptr;
@@ -404,6 +438,36 @@ void store::migrate() {
 
 int store::schema_version() const { return read_user_version(m_db, m_path); }
 
+int store::mark_interrupted_evaluations() {
+  std::vector<std::pair<int64_t, std::string>> running;
+  {
+    statement s(m_db, m_path, "SELECT id, owner FROM evaluations WHERE status = 'running' AND owner != ''");
+    while (s.step()) running.emplace_back(s.i64(0), s.text(1));
+  }
+  // Rows without an owner predate schema 6: whoever wrote them cannot be told, so they
+  // stay as they are. An owner this process cannot see (another host or PID namespace)
+  // is left alone too: only an owner known to be gone is declared so.
+  std::map<std::string, bool> gone;
+  int marked = 0;
+  for (auto& [id, owner_text] : running) {
+    const auto owner = parse_process_owner(owner_text);
+    if (!owner) continue;
+    auto it = gone.find(owner_text);
+    if (it == gone.end()) it = gone.emplace(owner_text, owner_state(*owner) == owner_liveness::gone).first;
+    if (!it->second) continue;
+    statement u(m_db, m_path,
+                "UPDATE evaluations SET status = 'interrupted', message = ? "
+                "WHERE id = ? AND status = 'running' AND owner = ?");
+    u.bind(fmt::format("interrupted: the kforge process that ran it (pid {}) ended before it finished (killed, or "
+                       "the machine restarted); what it recorded up to then is kept",
+                       owner->pid));
+    u.bind(id).bind(owner_text);
+    u.run();
+    marked += sqlite3_changes(m_db);
+  }
+  return marked;
+}
+
 int64_t store::put_problem(const problem_record& p) {
   {
     statement ins(m_db, m_path,
@@ -429,7 +493,7 @@ int64_t store::put_candidate(int64_t problem_id, const std::string& source, cons
     statement ins(m_db, m_path,
                   "INSERT INTO candidates (problem_id, hash, source, origin, label, parent_id) "
                   "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (problem_id, hash) DO NOTHING RETURNING id");
-    ins.bind(problem_id).bind(hash).bind(source).bind(origin).bind(label).bind(parent_id);
+    ins.bind(problem_id).bind(hash).bind_blob(source).bind(origin).bind(label).bind(parent_id);
     if (ins.step()) {
       int64_t id = ins.i64(0);
       ins.run();
@@ -452,7 +516,7 @@ std::optional<candidate_record> store::get_candidate(int64_t id) const {
   c.id = s.i64(0);
   c.problem_id = s.i64(1);
   c.hash = s.text(2);
-  c.source = s.text(3);
+  c.source = s.bytes(3);
   c.origin = s.text(4);
   c.label = s.text(5);
   c.parent_id = s.opt_i64(6);
@@ -464,10 +528,11 @@ int64_t store::put_build(const build_record& b) {
   // created_at: the caller's timestamp when given, else now.
   statement s(m_db, m_path,
               "INSERT INTO builds (candidate_id, role, compiler, flags, cache_key, ok, cached, diagnostics, "
-              "duration_s, created_at, resources_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, COALESCE(NULLIF(?, ''), "
-              KFORGE_NOW "), ?) RETURNING id");
+              "duration_s, created_at, resources_json, sha256, cache_note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, "
+              "COALESCE(NULLIF(?, ''), " KFORGE_NOW "), ?, ?, ?) RETURNING id");
   s.bind(b.candidate_id).bind(b.role).bind(b.compiler).bind(b.flags).bind(b.cache_key).bind(b.ok).bind(b.cached);
-  s.bind(b.diagnostics).bind(b.duration_s).bind(b.created_at).bind(b.resources_json.empty() ? "[]" : b.resources_json);
+  s.bind(b.diagnostics).bind(b.duration_s).bind(b.created_at);
+  s.bind_json(b.resources_json.empty() ? "[]" : b.resources_json).bind(b.sha256).bind(b.cache_note);
   if (!s.step()) fail(m_db, m_path, "inserting build");
   int64_t id = s.i64(0);
   s.run();
@@ -477,7 +542,7 @@ int64_t store::put_build(const build_record& b) {
 std::vector<build_record> store::builds_of(int64_t candidate_id) const {
   statement s(m_db, m_path,
               "SELECT id, candidate_id, role, compiler, flags, cache_key, ok, cached, diagnostics, duration_s, "
-              "created_at, resources_json FROM builds WHERE candidate_id = ? ORDER BY id");
+              "created_at, resources_json, sha256, cache_note FROM builds WHERE candidate_id = ? ORDER BY id");
   s.bind(candidate_id);
   std::vector<build_record> out;
   while (s.step()) out.push_back(read_build(s));
@@ -487,9 +552,9 @@ std::vector<build_record> store::builds_of(int64_t candidate_id) const {
 int64_t store::begin_evaluation(int64_t candidate_id, std::optional<int64_t> build_id,
                                 const std::string& config_json) {
   statement s(m_db, m_path,
-              "INSERT INTO evaluations (candidate_id, build_id, status, config_json) VALUES (?, ?, 'running', ?) "
-              "RETURNING id");
-  s.bind(candidate_id).bind(build_id).bind(config_json);
+              "INSERT INTO evaluations (candidate_id, build_id, status, config_json, owner) "
+              "VALUES (?, ?, 'running', ?, ?) RETURNING id");
+  s.bind(candidate_id).bind(build_id).bind_json(config_json).bind(to_string(current_process_owner()));
   if (!s.step()) fail(m_db, m_path, "inserting evaluation");
   int64_t id = s.i64(0);
   s.run();
@@ -500,7 +565,7 @@ void store::put_check(int64_t evaluation_id, const check_record& c) {
   statement s(m_db, m_path,
               "INSERT INTO checks (evaluation_id, name, case_name, trial, passed, detail_json) "
               "VALUES (?, ?, ?, ?, ?, ?)");
-  s.bind(evaluation_id).bind(c.name).bind(c.case_name).bind(c.trial).bind(c.passed).bind(c.detail_json);
+  s.bind(evaluation_id).bind(c.name).bind(c.case_name).bind(c.trial).bind(c.passed).bind_json(c.detail_json);
   s.run();
 }
 
@@ -518,7 +583,7 @@ void store::finish_evaluation(int64_t evaluation_id, const std::string& status, 
   statement s(m_db, m_path,
               "UPDATE evaluations SET status = ?, message = ?, summary_json = ?, device_index = ?, device = ?, "
               "finished_at = " KFORGE_NOW " WHERE id = ? RETURNING id");
-  s.bind(status).bind(message).bind(summary_json).bind(device_index).bind(device).bind(evaluation_id);
+  s.bind(status).bind(message).bind_json(summary_json).bind(device_index).bind(device).bind(evaluation_id);
   bool found = s.step();
   s.run();
   if (!found) KFORGE_THROW(store, "{}: no evaluation with id {}", m_path.string(), evaluation_id);
@@ -614,7 +679,7 @@ int64_t store::put_profile(const profile_record& r) {
   statement s(m_db, m_path,
               "INSERT INTO profiles (candidate_id, evaluation_id, device, ok, failure, digest_json, digest_text) "
               "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id");
-  s.bind(r.candidate_id).bind(r.evaluation_id).bind(r.device).bind(r.ok).bind(r.failure).bind(r.digest_json);
+  s.bind(r.candidate_id).bind(r.evaluation_id).bind(r.device).bind(r.ok).bind(r.failure).bind_json(r.digest_json);
   s.bind(r.digest_text);
   if (!s.step()) fail(m_db, m_path, "inserting profile");
   int64_t id = s.i64(0);
@@ -697,8 +762,8 @@ std::optional<int64_t> store::find_evaluation(int64_t candidate_id, const std::s
                                               const std::string& config_json) const {
   statement s(m_db, m_path,
               "SELECT id FROM evaluations WHERE candidate_id = ? AND config_json = ? AND finished_at IS NOT NULL "
-              "AND status NOT IN ('running', 'error') AND (? = '' OR device LIKE '%' || ?) ORDER BY id DESC LIMIT 1");
-  s.bind(candidate_id).bind(config_json).bind(device_model).bind(device_model);
+              "AND status NOT IN ('running', 'interrupted', 'error') AND (? = '' OR device LIKE '%' || ?) ORDER BY id DESC LIMIT 1");
+  s.bind(candidate_id).bind_json(config_json).bind(device_model).bind(device_model);
   if (!s.step()) return std::nullopt;
   return s.i64(0);
 }
@@ -741,7 +806,7 @@ constexpr const char* run_columns =
 
 int64_t store::begin_run(int64_t problem_id, const std::string& strategy, const std::string& config_json) {
   statement s(m_db, m_path, "INSERT INTO runs (problem_id, strategy, config_json) VALUES (?, ?, ?) RETURNING id");
-  s.bind(problem_id).bind(strategy).bind(config_json);
+  s.bind(problem_id).bind(strategy).bind_json(config_json);
   if (!s.step()) fail(m_db, m_path, "inserting run");
   int64_t id = s.i64(0);
   s.run();
@@ -789,7 +854,7 @@ int64_t store::put_run_evaluation(const run_evaluation_record& r) {
               "INSERT INTO run_evaluations (run_id, evaluation_id, candidate_id, round, step, idea_id, params_json, "
               "reused) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id");
   s.bind(r.run_id).bind(r.evaluation_id).bind(r.candidate_id).bind(r.round).bind(r.step).bind(r.idea_id);
-  s.bind(r.params_json.empty() ? "{}" : r.params_json).bind(r.reused);
+  s.bind_json(r.params_json.empty() ? "{}" : r.params_json).bind(r.reused);
   if (!s.step()) fail(m_db, m_path, "inserting run evaluation");
   int64_t id = s.i64(0);
   s.run();
@@ -861,7 +926,7 @@ int64_t store::put_llm_call(const llm_call_record& c) {
               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, COALESCE(NULLIF(?, ''), " KFORGE_NOW
               ")) RETURNING id");
   s.bind(c.run_id).bind(c.role).bind(c.provider).bind(c.model).bind(c.replay_key).bind(c.request_hash);
-  s.bind(c.request_json).bind(c.response_text).bind(c.stop_reason).bind(c.response_id);
+  s.bind_json(c.request_json).bind(c.response_text).bind(c.stop_reason).bind(c.response_id);
   s.bind(c.input_tokens).bind(c.output_tokens).bind(c.cached_input_tokens).bind(c.cache_write_tokens);
   s.bind(c.cost_usd).bind(c.duration_s).bind(c.error_kind).bind(c.error_message).bind(c.started_at);
   if (!s.step()) fail(m_db, m_path, "inserting llm call");
@@ -928,7 +993,7 @@ int64_t store::put_proposal(const proposal_record& p) {
               "INSERT INTO proposals (run_id, round, step, llm_call_id, parent_candidate_id, idea_id, status, error, "
               "candidate_id, notes_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id");
   s.bind(p.run_id).bind(p.round).bind(p.step).bind(p.llm_call_id).bind(p.parent_candidate_id).bind(p.idea_id);
-  s.bind(p.status).bind(p.error).bind(p.candidate_id).bind(p.notes_json.empty() ? "[]" : p.notes_json);
+  s.bind(p.status).bind(p.error).bind(p.candidate_id).bind_json(p.notes_json.empty() ? "[]" : p.notes_json);
   if (!s.step()) fail(m_db, m_path, "inserting proposal");
   int64_t id = s.i64(0);
   s.run();

@@ -1,8 +1,11 @@
 #pragma once
 // The experiment record: one SQLite file holding problems, candidates, builds and
 // evaluations (every check and every timing summary). Writes commit as they happen
-// (WAL mode), so a run killed mid-way keeps everything it had finished; an evaluation
-// interrupted before finish_evaluation stays visible with status "running".
+// (WAL mode), so a run killed mid-way keeps everything it had finished. An evaluation
+// is "running" while the kforge process that began it lives; once that process is gone
+// (killed, crashed, the machine restarted) the next open marks it "interrupted".
+// Every text written is scrubbed of secret values (core/text.hpp scrub_secrets) except a
+// candidate's source, which is kept byte-exact (a BLOB: any bytes, UTF-8 or not).
 //   store::store db{"kforge.db"};
 //   auto pid = db.put_problem(...);  auto cid = db.put_candidate(pid, src, "file");
 //   auto eid = db.begin_evaluation(cid, bid, cfg);  db.put_check(eid, ...);  db.finish_evaluation(eid, ...);
@@ -29,7 +32,7 @@ struct candidate_record {
   int64_t id = 0;
   int64_t problem_id = 0;
   std::string hash;   // sha256 of the source
-  std::string source;
+  std::string source; // byte-exact, as the file held it (it need not be UTF-8)
   std::string origin; // "file", "seed", "reference", "llm", "tuner", "agent", ...
   std::string label;  // e.g. the file name it came from
   std::optional<int64_t> parent_id;
@@ -49,6 +52,8 @@ struct build_record {
   double duration_s = 0.0;
   std::string created_at;
   std::string resources_json = "[]"; // nvcc: per kernel registers, smem_bytes, stack_bytes, spill_*_bytes
+  std::string sha256;     // of the artifact (kernel.so, kernel.cubin) as built and checked; empty when none
+  std::string cache_note; // why a cached entry was not used as is (e.g. its sha256 did not match); else empty
 };
 
 struct check_record {
@@ -71,7 +76,7 @@ struct evaluation_record {
   int64_t id = 0;
   int64_t candidate_id = 0;
   std::optional<int64_t> build_id;
-  std::string status;  // "running", "passed", "failed", "build_failed", "crashed", "timeout", "error"
+  std::string status;  // "running", "interrupted", "passed", "build_failed", "crashed", "timeout", "error", ...
   std::string message; // one line a user can act on
   std::string config_json;
   std::string summary_json; // the full result as `kforge eval --json` prints it
@@ -198,14 +203,21 @@ struct evaluation_summary {
 
 class store {
 public:
-  /// Opens (creating if needed) and migrates. @throws kforge::error (store) naming the file.
+  /// Opens (creating if needed), migrates, and marks the evaluations of dead kforge
+  /// processes interrupted. @throws kforge::error (store) naming the file.
   explicit store(const std::filesystem::path& db_path);
   ~store();
   store(const store&) = delete;
   store& operator=(const store&) = delete;
 
   [[nodiscard]] int schema_version() const;
-  static constexpr int latest_schema_version = 5;
+  static constexpr int latest_schema_version = 6;
+
+  /// Every "running" evaluation whose owner (the process that began it) is known to be
+  /// gone becomes "interrupted", with a message saying so; rows of live owners, of owners
+  /// on another host or in another PID namespace, and rows older than the owner column are
+  /// left alone. Runs on open. @return how many rows it marked.
+  int mark_interrupted_evaluations();
 
   /// Idempotent on (name, spec_hash). @return the problem id.
   int64_t put_problem(const problem_record& p);
@@ -217,6 +229,7 @@ public:
   int64_t put_build(const build_record& b);
   [[nodiscard]] std::vector<build_record> builds_of(int64_t candidate_id) const;
 
+  /// Opens an evaluation "running", owned by the calling process (core/process_owner.hpp).
   int64_t begin_evaluation(int64_t candidate_id, std::optional<int64_t> build_id, const std::string& config_json);
   void put_check(int64_t evaluation_id, const check_record& c);
   void put_timing(int64_t evaluation_id, const timing_record& t);
@@ -233,8 +246,8 @@ public:
   /// Overrides a finished evaluation's verdict (a check that ran after it, e.g. compute-sanitizer on a new best).
   void set_evaluation_status(int64_t evaluation_id, const std::string& status, const std::string& message);
   /// The latest finished evaluation of this candidate on this device model whose
-  /// config_json equals `config_json` (the search's result cache). Statuses "running" and
-  /// "error" never count.
+  /// config_json equals `config_json` (the search's result cache). Statuses "running",
+  /// "interrupted" and "error" never count.
   [[nodiscard]] std::optional<int64_t> find_evaluation(int64_t candidate_id, const std::string& device_model,
                                                        const std::string& config_json) const;
   [[nodiscard]] std::optional<int64_t> find_problem(const std::string& name, const std::string& spec_hash) const;

@@ -1,4 +1,5 @@
 // End to end through the kforge binary: problem in, verdict out, everything in SQLite.
+#include "core/fs.hpp"
 #include "core/subprocess.hpp"
 #include "store/store.hpp"
 #include "test_util.hpp"
@@ -65,6 +66,10 @@ TEST(cli, eval_seed_passes_is_timed_and_recorded) {
   EXPECT_GT(j["timing"]["reference"]["median_s"].get<double>(), 0);
   EXPECT_GT(j["timing"]["speedup"].get<double>(), 0);
   EXPECT_EQ(j["builds"].size(), 3u);
+  for (auto& b : j["builds"]) { // each artifact's sha256, as built or as checked in the cache
+    ASSERT_TRUE(b["sha256"].is_string()) << b.dump();
+    EXPECT_EQ(b["sha256"].get<std::string>().size(), 64u);
+  }
 
   store::store s(db);
   auto ev = s.get_evaluation(j["evaluation_id"].get<int64_t>());
@@ -244,7 +249,14 @@ TEST(cli, a_killed_run_keeps_what_it_finished) {
   EXPECT_GT(ev->checks.size(), 5u);
   auto rows = s.list_evaluations();
   ASSERT_EQ(rows.size(), 2u);
-  EXPECT_EQ(rows[0].status, "running"); // interrupted, visible, nothing before it lost
+  EXPECT_EQ(rows[0].status, "interrupted"); // its kforge is gone: visible, marked, nothing before it lost
+  EXPECT_NE(s.get_evaluation(rows[0].id)->message.find("pid " + std::to_string(pid)), std::string::npos);
+  auto shown = kforge_run({"--db", db, "show"});
+  EXPECT_NE(shown.out.find("interrupted"), std::string::npos) << shown.out;
+  auto one = kforge_run({"--db", db, "show", std::to_string(rows[0].id), "--json"});
+  EXPECT_EQ(json_of(one.out)["status"], "interrupted") << one.out;
+  auto log = kforge_run({"--db", db, "log"});
+  EXPECT_NE(log.out.find("interrupted"), std::string::npos) << log.out;
 }
 
 TEST(cli, the_experiment_log_keeps_hypotheses_predictions_and_what_was_kept) {
@@ -290,4 +302,135 @@ TEST(cli, eval_param_picks_a_declared_value_and_refuses_others) {
   EXPECT_NE(bad.out.find("CHUNK=100"), std::string::npos) << bad.out;
   EXPECT_EQ(kforge_run({"--db", db, "eval", problem("gelu"), seed, "--param", "NOPE=1"}).code, 2);
   EXPECT_EQ(kforge_run({"--db", db, "eval", problem("gelu"), seed, "--param", "CHUNK"}).code, 2);
+}
+
+namespace {
+
+/// gelu without tunable parameters, so that the candidate's own file is what the compiler reads.
+std::string plain_gelu() {
+  std::string s = read_file(test::problems_dir() / "gelu" / "seed.cpp");
+  s.erase(s.find("// kforge: param"), s.find('\n', s.find("// kforge: param")) - s.find("// kforge: param") + 1);
+  for (auto at = s.find("CHUNK"); at != std::string::npos; at = s.find("CHUNK")) s.replace(at, 5, "4096");
+  return s;
+}
+
+} // namespace
+
+TEST(cli, a_directory_is_not_a_candidate) {
+  test::temp_dir d;
+  std::filesystem::create_directories(d / "kernels.cpp");
+  for (bool json : {false, true}) {
+    std::vector<std::string> args = {"--db", (d / "k.db").string(), "eval", problem("gelu"), (d / "kernels.cpp").string()};
+    if (json) args.push_back("--json");
+    auto r = kforge_run(args);
+    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_NE(r.out.find((d / "kernels.cpp").string() + " is a directory, not a candidate source file"),
+              std::string::npos)
+        << r.out;
+  }
+  auto device = kforge_run({"--db", (d / "k.db").string(), "eval", problem("gelu"), "/dev/null"});
+  EXPECT_EQ(device.code, 2) << device.out;
+  EXPECT_NE(device.out.find("not a regular file"), std::string::npos) << device.out;
+}
+
+TEST(cli, a_binary_candidate_fails_to_build_and_is_stored_byte_exact) {
+  test::temp_dir d;
+  const auto db = (d / "k.db").string();
+  std::string bytes = "\xff\xfe";
+  for (int b = 0; b < 256; ++b) bytes += static_cast<char>(b);
+  write_file_atomic(d / "bin.cpp", bytes);
+  auto human = kforge_run({"--db", db, "eval", problem("gelu"), (d / "bin.cpp").string()});
+  EXPECT_EQ(human.code, 1) << human.out;
+  EXPECT_NE(human.out.find("build    FAILED"), std::string::npos) << human.out;
+  auto r = kforge_run({"--db", db, "eval", problem("gelu"), (d / "bin.cpp").string(), "--json"});
+  ASSERT_EQ(r.code, 1) << r.out;
+  auto j = json_of(r.out);
+  EXPECT_EQ(j["status"], "build_failed");
+  store::store s(db);
+  auto cand = s.get_candidate(j["candidate"]["id"].get<int64_t>());
+  ASSERT_TRUE(cand);
+  EXPECT_EQ(cand->source, bytes);
+  auto shown = kforge_run({"--db", db, "show", std::to_string(j["evaluation_id"].get<int64_t>()), "--json", "--source"});
+  EXPECT_EQ(shown.code, 0) << shown.out;
+  EXPECT_EQ(json_of(shown.out)["status"], "build_failed");
+  auto raw = kforge_run({"--db", db, "show", std::to_string(j["evaluation_id"].get<int64_t>()), "--source"});
+  EXPECT_EQ(raw.code, 0);
+  EXPECT_NE(raw.out.find(bytes), std::string::npos) << "the source is printed as it is";
+}
+
+TEST(cli, a_file_name_that_is_not_utf8_is_handled_as_bytes) {
+  test::temp_dir d;
+  const auto db = (d / "k.db").string();
+  const auto name = d / "\xff\xfe-gelu.cpp";
+  write_file_atomic(name, plain_gelu() + "// caf\xe9 in Latin-1, \xff too\n");
+  auto r = kforge_run({"--db", db, "eval", problem("gelu"), name.string(), "--json", "--no-time", "--trials", "1"});
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = json_of(r.out);
+  EXPECT_EQ(j["status"], "passed");
+  EXPECT_NE(j["candidate"]["path"].get<std::string>().find("\\xff\\xfe-gelu.cpp"), std::string::npos) << j["candidate"];
+  auto human = kforge_run({"--db", db, "eval", problem("gelu"), name.string(), "--no-time", "--trials", "1"});
+  EXPECT_EQ(human.code, 0) << human.out;
+  EXPECT_NE(human.out.find("\\xff\\xfe-gelu.cpp"), std::string::npos) << human.out;
+  for (auto args : std::vector<std::vector<std::string>>{{"show"}, {"show", "--json"}, {"log"}, {"log", "--json"},
+                                                         {"show", std::to_string(j["evaluation_id"].get<int64_t>()), "--json"}}) {
+    args.insert(args.begin(), {"--db", db});
+    auto shown = kforge_run(args);
+    EXPECT_EQ(shown.code, 0) << args.back() << "\n" << shown.out;
+  }
+  store::store s(db);
+  EXPECT_EQ(s.get_candidate(j["candidate"]["id"].get<int64_t>())->source, read_file(name));
+  // A missing file with such a name is a plain usage error that names it.
+  auto missing = kforge_run({"--db", db, "eval", problem("gelu"), (d / "\xff-none.cpp").string()});
+  EXPECT_EQ(missing.code, 2) << missing.out;
+  EXPECT_NE(missing.out.find("\\xff-none.cpp: candidate file not found"), std::string::npos) << missing.out;
+}
+
+TEST(cli, a_candidate_that_prints_stray_bytes_and_crashes_is_reported_not_an_internal_error) {
+  test::temp_dir d;
+  const auto db = (d / "k.db").string();
+  write_file_atomic(d / "noisy.cpp", "#include <kforge/kernel.h>\n#include <cstdio>\n#include <cstdlib>\n"
+                                     "KF_EXPORT int kf_forward(const kf_args*) {\n"
+                                     "  std::fputs(\"\\xff\\xfe\\xc0 garbage \\x01\\n\", stdout);\n"
+                                     "  std::fputs(\"\\xed\\xa0\\x80 more\\n\", stderr);\n  std::fflush(nullptr);\n"
+                                     "  std::abort();\n}\n");
+  auto r = kforge_run({"--db", db, "eval", problem("gelu"), (d / "noisy.cpp").string(), "--json", "--trials", "1"});
+  ASSERT_EQ(r.code, 1) << r.out;
+  auto j = json_of(r.out);
+  EXPECT_EQ(j["status"], "crashed");
+  EXPECT_NE(j.dump().find("garbage"), std::string::npos) << "the output is kept, made valid UTF-8";
+  auto shown = kforge_run({"--db", db, "show", std::to_string(j["evaluation_id"].get<int64_t>()), "--json"});
+  EXPECT_EQ(shown.code, 0) << shown.out;
+  EXPECT_EQ(json_of(shown.out)["status"], "crashed");
+}
+
+TEST(cli, a_key_a_candidate_prints_is_scrubbed_from_the_record_and_the_output) {
+  // The candidate knows the key (it is in its source, as if it had read it from the
+  // environment or a file), prints it and crashes: kforge's own environment holds it as
+  // KFORGE_E2E_API_KEY, so it is a secret wherever it turns up.
+  const std::string key = "sk-e2e-0123456789abcdefXYZ";
+  ::setenv("KFORGE_E2E_API_KEY", key.c_str(), 1);
+  test::temp_dir d;
+  const auto db = (d / "k.db").string();
+  write_file_atomic(d / "leak.cpp", "#include <kforge/kernel.h>\n#include <cstdio>\n#include <cstdlib>\n"
+                                    "KF_EXPORT int kf_forward(const kf_args*) {\n"
+                                    "  std::printf(\"the key: %s\\n\", \"" + key + "\");\n"
+                                    "  std::fprintf(stderr, \"again: %s\\n\", \"" + key + "\");\n  std::fflush(nullptr);\n"
+                                    "  std::abort();\n}\n");
+  auto r = kforge_run({"--db", db, "eval", problem("gelu"), (d / "leak.cpp").string(), "--json", "--trials", "1"});
+  auto human = kforge_run({"--db", db, "eval", problem("gelu"), (d / "leak.cpp").string(), "--trials", "1"});
+  ::unsetenv("KFORGE_E2E_API_KEY");
+  ASSERT_EQ(r.code, 1) << r.out;
+  EXPECT_EQ(r.out.find(key), std::string::npos) << r.out;
+  EXPECT_EQ(human.out.find(key), std::string::npos) << human.out;
+  auto j = json_of(r.out);
+  EXPECT_EQ(j["status"], "crashed");
+  EXPECT_NE(r.out.find("the key: [redacted:KFORGE_E2E_API_KEY]"), std::string::npos) << r.out;
+
+  store::store s(db);
+  auto ev = s.get_evaluation(j["evaluation_id"].get<int64_t>());
+  ASSERT_TRUE(ev);
+  std::string recorded = ev->message + ev->summary_json;
+  for (auto& c : ev->checks) recorded += c.detail_json;
+  EXPECT_EQ(recorded.find(key), std::string::npos) << recorded;
+  EXPECT_NE(recorded.find("[redacted:KFORGE_E2E_API_KEY]"), std::string::npos) << recorded;
 }

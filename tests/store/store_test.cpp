@@ -1,9 +1,12 @@
 #include "store/store.hpp"
 
 #include "core/error.hpp"
+#include "core/fs.hpp"
 #include "core/hash.hpp"
+#include "core/process_owner.hpp"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -510,12 +513,12 @@ TEST_F(StoreTest, WritesSurviveAKilledProcess) {
   EXPECT_EQ(done->checks.size(), 1u);
   ASSERT_EQ(done->timings.size(), 1u);
   EXPECT_DOUBLE_EQ(done->timings[0].median_s, 1e-3);
-  EXPECT_EQ(begun->status, "running");
+  EXPECT_EQ(begun->status, "interrupted"); // its process is gone: marked on this open
   EXPECT_TRUE(begun->finished_at.empty());
   EXPECT_EQ(begun->config_json, R"({"n":2})");
   EXPECT_EQ(begun->checks.size(), 1u);
   ASSERT_TRUE(list[1].candidate_median_s);
-  EXPECT_EQ(list[0].status, "running");
+  EXPECT_EQ(list[0].status, "interrupted");
 }
 
 TEST_F(StoreTest, ConcurrentProcessesShareOneFile) {
@@ -576,10 +579,188 @@ TEST_F(StoreTest, ResourceReportRoundTripsAndVersion1Migrates) {
   raw_query(db_path(), "ALTER TABLE evaluations DROP COLUMN device");
   for (const char* c : {"hypothesis", "predicted_s", "kept"}) // version 5
     raw_query(db_path(), std::string("ALTER TABLE evaluations DROP COLUMN ") + c);
+  raw_query(db_path(), "DROP INDEX evaluations_running"); // version 6
+  raw_query(db_path(), "ALTER TABLE evaluations DROP COLUMN owner");
+  raw_query(db_path(), "ALTER TABLE builds DROP COLUMN sha256");
+  raw_query(db_path(), "ALTER TABLE builds DROP COLUMN cache_note");
   raw_query(db_path(), "PRAGMA user_version = 1");
   store db(db_path());
   EXPECT_EQ(db.schema_version(), store::latest_schema_version);
   auto builds = db.builds_of(1);
   ASSERT_EQ(builds.size(), 1u);
   EXPECT_EQ(builds[0].resources_json, "[]");
+  EXPECT_EQ(builds[0].sha256, "");
+}
+
+TEST_F(StoreTest, Version5RowsLeftRunningAreNotGuessedAbout) {
+  // A "running" row written before owners were recorded: nobody can tell whether its
+  // process lives, so migrating and reopening leave it as it is.
+  {
+    store db(db_path());
+    auto cid = db.put_candidate(db.put_problem(problem()), "src", "file", "k.cu");
+    db.begin_evaluation(cid, std::nullopt, "{}");
+  }
+  raw_query(db_path(), "UPDATE evaluations SET owner = ''");
+  raw_query(db_path(), "DROP INDEX evaluations_running");
+  raw_query(db_path(), "ALTER TABLE evaluations DROP COLUMN owner");
+  raw_query(db_path(), "ALTER TABLE builds DROP COLUMN sha256");
+  raw_query(db_path(), "ALTER TABLE builds DROP COLUMN cache_note");
+  raw_query(db_path(), "PRAGMA user_version = 5");
+  store db(db_path());
+  EXPECT_EQ(db.schema_version(), store::latest_schema_version);
+  EXPECT_EQ(db.list_evaluations().at(0).status, "running");
+}
+
+// ---------------------------------------------------------------- interrupted evaluations
+
+TEST_F(StoreTest, AnEvaluationOfAKilledKforgeIsMarkedInterruptedOnOpen) {
+  // The child must be the first to open the file: no connection crosses the fork.
+  const fs::path path = db_path();
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    try {
+      auto* db = new store(path); // never closed: the process dies holding it
+      auto cid = db->put_candidate(db->put_problem(problem()), "src", "file", "k.cu");
+      auto eid = db->begin_evaluation(cid, std::nullopt, R"({"who":"child"})");
+      db->put_check(eid, {"tolerance", "normal", 0, true, "{}"});
+    } catch (...) {
+      ::_exit(3);
+    }
+    ::raise(SIGKILL);
+    ::_exit(4);
+  }
+  int status = wait_for(child);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  // Until someone opens the store, the killed evaluation still reads "running".
+  EXPECT_EQ(raw_query(path, "SELECT status FROM evaluations"), std::vector<std::string>{"running"});
+
+  // This process opens it (marking the child's row) and starts an evaluation of its own,
+  // which a second open, made while this process lives, leaves alone.
+  store mine(path);
+  const int64_t cid = mine.list_evaluations().at(0).candidate_id;
+  const auto live = mine.begin_evaluation(cid, std::nullopt, R"({"who":"parent"})");
+  store db(path);
+  auto rows = db.list_evaluations();
+  ASSERT_EQ(rows.size(), 2u);
+  auto killed = db.get_evaluation(rows[1].id);
+  ASSERT_TRUE(killed);
+  EXPECT_EQ(killed->config_json, R"({"who":"child"})");
+  EXPECT_EQ(killed->status, "interrupted");
+  EXPECT_EQ(rows[1].status, "interrupted");
+  EXPECT_NE(killed->message.find("pid " + std::to_string(child)), std::string::npos) << killed->message;
+  EXPECT_EQ(killed->checks.size(), 1u); // what it recorded is kept
+  EXPECT_TRUE(killed->finished_at.empty());
+  EXPECT_EQ(db.get_evaluation(live)->status, "running");
+  EXPECT_EQ(db.mark_interrupted_evaluations(), 0); // nothing more to mark
+
+  // The search's result cache never reuses an interrupted evaluation.
+  EXPECT_FALSE(db.find_evaluation(cid, "", R"({"who":"child"})"));
+  mine.finish_evaluation(live, "passed", "", "{}");
+  EXPECT_EQ(db.get_evaluation(live)->status, "passed");
+}
+
+TEST_F(StoreTest, AReusedPidOrARebootMeansTheOwnerIsGoneAnotherHostIsLeftAlone) {
+  store db(db_path());
+  auto cid = db.put_candidate(db.put_problem(problem()), "src", "file", "k.cu");
+  const auto reused = db.begin_evaluation(cid, std::nullopt, "{}");
+  const auto rebooted = db.begin_evaluation(cid, std::nullopt, "{}");
+  const auto elsewhere = db.begin_evaluation(cid, std::nullopt, "{}");
+  const auto garbled = db.begin_evaluation(cid, std::nullopt, "{}");
+  auto me = kforge::current_process_owner();
+  auto set_owner = [&](int64_t id, const std::string& owner) {
+    raw_query(db_path(), "UPDATE evaluations SET owner = '" + owner + "' WHERE id = " + std::to_string(id));
+  };
+  auto o = me;
+  o.start_ticks += 7; // our pid, but not our process
+  set_owner(reused, kforge::to_string(o));
+  o = me;
+  o.boot_id = "00000000-0000-0000-0000-000000000000";
+  set_owner(rebooted, kforge::to_string(o));
+  o = me;
+  o.host = "another-host";
+  o.start_ticks += 7;
+  set_owner(elsewhere, kforge::to_string(o));
+  set_owner(garbled, "not an owner");
+  EXPECT_EQ(db.mark_interrupted_evaluations(), 2);
+  EXPECT_EQ(db.get_evaluation(reused)->status, "interrupted");
+  EXPECT_EQ(db.get_evaluation(rebooted)->status, "interrupted");
+  EXPECT_EQ(db.get_evaluation(elsewhere)->status, "running");
+  EXPECT_EQ(db.get_evaluation(garbled)->status, "running");
+}
+
+// ---------------------------------------------------------------- secrets and bytes
+
+TEST_F(StoreTest, SecretsPrintedByACandidateNeverReachTheFile) {
+  const std::string key = "sk-kforge-test-9f8e7d6c5b4a3210";
+  ::setenv("KFORGE_STORE_TEST_API_KEY", key.c_str(), 1);
+  const std::string marker = "[redacted:KFORGE_STORE_TEST_API_KEY]";
+  int64_t eid = 0, cid = 0;
+  {
+    store db(db_path());
+    cid = db.put_candidate(db.put_problem(problem()), "src", "file", "k.cu");
+    kforge::store::build_record b;
+    b.candidate_id = cid;
+    b.role = "candidate";
+    b.diagnostics = "k.cu:1: warning: " + key;
+    db.put_build(b);
+    eid = db.begin_evaluation(cid, std::nullopt, "{}");
+    nlohmann::json detail{{"how", "SIGSEGV"}, {"output", "stolen: " + key + "\n"}};
+    db.put_check(eid, {"crashed", "", -1, false, detail.dump()});
+    nlohmann::json summary{{"status", "crashed"}, {"worker_output", "I print " + key}, {"n", 1.5}};
+    db.finish_evaluation(eid, "crashed", "the candidate crashed; it printed " + key, summary.dump());
+  }
+  {
+    store db(db_path());
+    auto e = db.get_evaluation(eid);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->message, "the candidate crashed; it printed " + marker);
+    auto detail = nlohmann::json::parse(e->checks.at(0).detail_json);
+    EXPECT_EQ(detail["output"], "stolen: " + marker + "\n");
+    auto summary = nlohmann::json::parse(e->summary_json); // still JSON
+    EXPECT_EQ(summary["worker_output"], "I print " + marker);
+    EXPECT_EQ(summary["n"], 1.5);
+    EXPECT_EQ(db.builds_of(cid).at(0).diagnostics, "k.cu:1: warning: " + marker);
+  }
+  ::unsetenv("KFORGE_STORE_TEST_API_KEY");
+  // Not in the database file, its WAL, or anything else beside it.
+  for (auto& f : fs::directory_iterator(m_dir))
+    EXPECT_EQ(kforge::read_file(f.path()).find(key), std::string::npos) << f.path();
+}
+
+TEST_F(StoreTest, ASourceOfEveryByteRoundTripsExactlyAndTextIsMadeUtf8) {
+  std::string source;
+  for (int rep = 0; rep < 2; ++rep)
+    for (int b = 0; b < 256; ++b) source += static_cast<char>(b);
+  const std::string label = "\xff\xfe.cpp";
+  int64_t cid = 0;
+  {
+    store db(db_path());
+    cid = db.put_candidate(db.put_problem(problem()), source, "file", label);
+    EXPECT_EQ(db.put_candidate(db.put_problem(problem()), source, "file", label), cid);
+  }
+  store db(db_path());
+  auto c = db.get_candidate(cid);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->source.size(), 512u);
+  EXPECT_EQ(c->source, source);
+  EXPECT_EQ(c->hash, kforge::sha256_hex(source));
+  // A label is text: its stray bytes are stored as U+FFFD, so every reader can show it.
+  EXPECT_EQ(c->label, "\xEF\xBF\xBD\xEF\xBF\xBD.cpp");
+  EXPECT_NO_THROW((void)nlohmann::json(c->label).dump());
+}
+
+TEST_F(StoreTest, BuildsKeepTheArtifactSha256AndTheCacheNote) {
+  store db(db_path());
+  auto cid = db.put_candidate(db.put_problem(problem()), "src", "file", "k.cu");
+  kforge::store::build_record b;
+  b.candidate_id = cid;
+  b.role = "reference";
+  b.ok = true;
+  b.sha256 = kforge::sha256_hex("kernel bytes");
+  b.cache_note = "cached kernel.so did not match its recorded sha256 (the cache was modified); rebuilt";
+  db.put_build(b);
+  auto back = db.builds_of(cid).at(0);
+  EXPECT_EQ(back.sha256, b.sha256);
+  EXPECT_EQ(back.cache_note, b.cache_note);
 }
