@@ -1,7 +1,8 @@
 // What confinement costs per process start: a trivial program started and waited for N times,
 // plain and under kforge-confine (every layer; then without the namespaces), with a worker's
 // policy. Prints a table of milliseconds per start.
-//   build/bench_confine_start [N=50] [program=/bin/true]
+//   build/bench/bench_confine_start [N=50] [program=/bin/true]
+// kforge-confine: $KFORGE_CONFINE, else beside this program (dist/), else in the folder above (build/).
 #include "core/fs.hpp"
 #include "sandbox/launch.hpp"
 #include "sandbox/report.hpp"
@@ -16,6 +17,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -76,6 +78,8 @@ row measure(const std::string& name, const std::vector<std::string>& argv, int n
 int main(int argc, char** argv) {
   using namespace kforge;
   const int n = argc > 1 ? std::atoi(argv[1]) : 50;
+  if (!std::getenv("KFORGE_CONFINE") && !std::filesystem::exists(sandbox::confine_exe()))
+    ::setenv("KFORGE_CONFINE", (self_exe().parent_path().parent_path() / "kforge-confine").c_str(), 1);
   std::string prog = argc > 2 ? argv[2] : find_on_path("true").string();
   if (prog.empty()) prog = "/bin/true";
 
