@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   reg(add_mcp_command);
   reg(add_suite_command);
   reg(add_import_command);
+  reg(add_doctor_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -125,6 +125,29 @@ std::vector<pid_t> children_of_self() {
   return out;
 }
 
+// The same from every /proc/<pid>/stat (field 4 is the parent), for a kernel without
+// CONFIG_PROC_CHILDREN.
+std::vector<pid_t> children_by_stat() {
+  std::vector<pid_t> out;
+  const pid_t self = ::getpid();
+  DIR* d = ::opendir("/proc");
+  if (!d) return out;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    std::ifstream f(fmt::format("/proc/{}/stat", e->d_name));
+    std::string line;
+    std::getline(f, line);
+    const auto close = line.rfind(')');  // the command name may hold spaces and parentheses
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 1));
+    char state;
+    pid_t ppid = 0;
+    if (rest >> state >> ppid && ppid == self) out.push_back(std::atoi(e->d_name));
+  }
+  ::closedir(d);
+  return out;
+}
+
 // Ends every process left in the sandbox, the caller excepted, and reaps them.
 void kill_the_rest(bool pid_namespace) {
   if (pid_namespace) {
@@ -134,10 +157,17 @@ void kill_the_rest(bool pid_namespace) {
     return;
   }
   // A child subreaper: every descendant is a child, or becomes one when its parent dies.
+  int unseen = 0;
   for (;;) {
-    for (pid_t c : children_of_self()) ::kill(c, SIGKILL);
-    const pid_t w = ::waitpid(-1, nullptr, __WALL);
+    auto kids = children_of_self();
+    if (kids.empty()) kids = children_by_stat();
+    for (pid_t c : kids) ::kill(c, SIGKILL);
+    const pid_t w = ::waitpid(-1, nullptr, kids.empty() ? __WALL | WNOHANG : __WALL);
     if (w < 0 && errno == ECHILD) break;
+    if (w == 0) {  // a child neither /proc listing shows: never block on it for ever
+      if (++unseen > 2000) break;
+      ::usleep(1000);
+    }
   }
 }
 
