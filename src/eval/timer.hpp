@@ -1,12 +1,16 @@
 #pragma once
-// Where a candidate is timed. Subjects (the candidate and the reference, later the
-// baselines) are timed in the same process, interleaved sample by sample in
-// alternating order, so their ratio is measured side by side under the same machine
-// state. Each sample: rotate to the next input set, flush the caches, time one call.
-// Warm-up calls are discarded; sampling stops when every subject's median has a
-// relative 95% CI under the target (after min_samples), at max_samples, or when the
-// time budget is spent.
-//   auto samples = time_interleaved(dev, {cand, ref}, cfg);
+// Where a candidate is timed. Subjects (the candidate, the reference, the baselines) are
+// timed interleaved sample by sample in alternating order, so their ratio is measured side
+// by side under the same machine state. Each sample: rotate to the next input set, flush
+// the caches, time one call. Warm-up calls are discarded; sampling stops when every
+// subject's median has a relative 95% CI under the target (after min_samples), at
+// max_samples, or when the time budget is spent.
+// The interleaving does not care where a subject runs: `interleave` takes one sample at a
+// time from each through a function, which times a call in this process (take_sample,
+// time_interleaved) or asks a worker process for one (worker/timing.cpp: the candidate and
+// the reference are timed in different processes, so neither can touch the other).
+//   auto samples = time_interleaved(dev, {cand, ref}, cfg);                  // one process
+//   auto samples = interleave({{"candidate", 3, ask_candidate}, {"reference", 3, ask_ref}}, cfg);
 #include "device/backend.hpp"
 
 #include <functional>
@@ -37,12 +41,35 @@ struct timing_subject {
   std::function<void(int rotation)> finish;
 };
 
+/// One timed call.
+struct sample {
+  double seconds = 0;
+  int rc = 0; // kf_forward's; non-zero ends timing
+};
+
+/// A subject seen from the interleaving: a way to take one sample on input set `rotation`.
+/// `take` may throw to abandon timing (a worker that died): interleave lets it through.
+struct sampler {
+  std::string name;
+  int rotations = 1;
+  std::function<sample(int rotation)> take;
+};
+
 struct timing_samples {
   std::string subject;
   std::vector<double> samples; // seconds, in the order taken
   int failed_rc = 0;           // non-zero: a call returned this, timing stopped
 };
 
+/// One sample of a subject in this process: prepare, flush the caches (when `flush`), time
+/// one call, then `finish` if it returned 0.
+[[nodiscard]] sample take_sample(device::backend& dev, const timing_subject& s, int rotation, bool flush);
+
+/// Samples every subject until the stopping rule (above) holds or a call fails.
+/// @post result[i].subject == subjects[i].name
+[[nodiscard]] std::vector<timing_samples> interleave(const std::vector<sampler>& subjects, const timing_config& cfg);
+
+/// interleave() over subjects in this process.
 [[nodiscard]] std::vector<timing_samples> time_interleaved(device::backend& dev, const std::vector<timing_subject>& subjects,
                                                            const timing_config& cfg);
 

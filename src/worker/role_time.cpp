@@ -1,27 +1,34 @@
-// Role "time": subjects timed interleaved on rotating inputs, with the timed calls that
-// are re-verified.
+// Roles "time" (the candidate) and "time_trusted" (the reference and baselines): the
+// subjects of the job, timed one sample at a time as the parent asks, on rotating inputs.
+// The parent interleaves the two workers sample by sample (worker/timing.cpp), so the
+// candidate never shares a process with the code it is compared with. Commands, one JSON
+// line each on stdin:
+//   {"cmd":"sample","subject":"reference","rotation":2} -> {"type":"sample","subject","rotation","seconds","rc"}
+//   {"cmd":"finish","rechecks":true}                    -> the candidate's timed calls after sampling; then "done"
+// End of input is a finish without rechecks.
 #include "worker/roles.hpp"
 
+#include "core/error.hpp"
 #include "eval/inputs.hpp"
 #include "eval/timer.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
 #include <random>
 #include <variant>
 
 namespace kforge::worker {
 
-int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json& job, device::backend& dev) {
+int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json& job, device::backend& dev,
+             std::istream& commands) {
   const auto& tj = job["timing"];
-  eval::timing_config cfg;
-  cfg.budget_s = tj.value("budget_s", 2.0);
-  cfg.warmup = tj.value("warmup", 2);
-  cfg.min_samples = tj.value("min_samples", 10);
-  cfg.max_samples = tj.value("max_samples", 1000);
-  cfg.target_rel_ci = tj.value("target_rel_ci", 0.01);
+  const int warmup = tj.value("warmup", 2), min_samples = tj.value("min_samples", 10);
   const int rotations = tj.value("rotations", 3);
+  const bool flush = tj.value("flush_caches", true);
+  // Both timing workers get the same seed: the rotations' inputs are its first draws, so
+  // every subject is timed on the same values, a ratio of like with like.
   std::mt19937_64 rng(tj.value("seed", std::uint64_t{7}));
 
   struct subject_state {
@@ -30,7 +37,6 @@ int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json
     std::vector<std::unique_ptr<eval::tensor_set>> sets;
   };
   std::vector<subject_state> subjects;
-  // The candidate first, then the reference, then any baselines.
   for (auto& sj : job["subjects"]) {
     const std::string name = sj["name"];
     auto l = load_kernel(sj["library"], p);
@@ -40,7 +46,6 @@ int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json
     }
     subjects.push_back({name, std::get<kernel_library>(l), {}});
   }
-  // Fresh inputs per rotation, the same values for both subjects: a ratio of like with like.
   std::vector<std::vector<eval::host_tensor>> inputs;
   for (int r = 0; r < rotations; ++r)
     inputs.push_back(eval::make_inputs(p, p.cases[r % p.cases.size()], rng(), eval::precision::nominal));
@@ -59,7 +64,7 @@ int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json
   std::vector<trial> rechecks;
   for (auto& rj : job.value("rechecks", nlohmann::json::array())) rechecks.push_back(trial_of(rj));
   auto recheck_inputs = [&](const trial& t) { return eval::make_trial_inputs(p, t.case_name, t.seed, eval::precision::nominal); };
-  const int early_call = rechecks.empty() ? -1 : static_cast<int>(rng() % (cfg.warmup + cfg.min_samples));
+  const int early_call = rechecks.empty() ? -1 : static_cast<int>(rng() % (warmup + min_samples));
   int candidate_calls = 0, pending = -1;
 
   std::vector<eval::timing_subject> ts;
@@ -81,13 +86,29 @@ int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json
     }
     ts.push_back(std::move(t));
   }
+  nlohmann::json names = nlohmann::json::array();
+  for (auto& s : subjects) names.push_back(s.name);
+  ch.send({{"type", "ready"}, {"subjects", names}});
   ch.send({{"type", "progress"}, {"phase", "timing"}});
-  bool failed = false;
-  for (auto& r : eval::time_interleaved(dev, ts, cfg)) {
-    failed |= r.failed_rc != 0;
-    ch.send({{"type", "timing"}, {"subject", r.subject}, {"samples", r.samples}, {"failed_rc", r.failed_rc}});
+
+  bool recheck_after = false;
+  for (std::string line; std::getline(commands, line);) {
+    const auto cmd = nlohmann::json::parse(line, nullptr, false);
+    const std::string what = cmd.is_object() ? cmd.value("cmd", "") : "";
+    if (what == "finish") {
+      recheck_after = cmd.value("rechecks", false);
+      break;
+    }
+    if (what != "sample") KFORGE_THROW(worker, "time worker: unknown command '{}'", line.substr(0, 200));
+    const std::string name = cmd.value("subject", "");
+    const int r = cmd.value("rotation", -1);
+    auto it = std::find_if(ts.begin(), ts.end(), [&](auto& s) { return s.name == name; });
+    if (it == ts.end() || r < 0 || r >= rotations)
+      KFORGE_THROW(worker, "time worker: no subject '{}' with rotation {}", name, r);
+    const auto got = eval::take_sample(dev, *it, r, flush);
+    ch.send({{"type", "sample"}, {"subject", name}, {"rotation", r}, {"seconds", got.seconds}, {"rc", got.rc}});
   }
-  if (failed || rechecks.size() < 3 || subjects.empty() || subjects[0].name != "candidate") return 0;
+  if (!recheck_after || rechecks.size() < 3 || subjects.empty() || subjects[0].name != "candidate") return 0;
   // After sampling: one more timed call in the timed buffers, one in new buffers.
   auto& cand = subjects[0];
   eval::tensor_set fresh(dev, p, eval::precision::nominal, rng());
@@ -96,11 +117,12 @@ int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json
   cand.sets[0]->upload_inputs(recheck_inputs(rechecks[1]));
   for (auto [set, place] : {std::pair{cand.sets[0].get(), 1}, std::pair{&fresh, 2}}) {
     set->poison(0xFF);
-    dev.flush_caches(set->regions());
+    if (flush) dev.flush_caches(set->regions());
     int rc = 0;
     (void)dev.time_call([&] { return cand.lib.forward(&set->args()); }, &rc);
     if (rc != 0) {
-      ch.send({{"type", "timing"}, {"subject", "candidate"}, {"samples", nlohmann::json::array()}, {"failed_rc", rc}});
+      ch.send({{"type", "error"}, {"reason", "returned_error"},
+               {"message", fmt::format("the candidate returned {} on a re-verified timed call after sampling", rc)}});
       return 0;
     }
     send_outputs(ch, set->download_outputs(), "candidate", place, 0);

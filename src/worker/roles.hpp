@@ -4,7 +4,8 @@
 // the process's exit code; worker_process.cpp sends the final "done".
 //   role_oracle.cpp     reference + float64 oracle on every trial (never a candidate)
 //   role_verify.cpp     the candidate, two calls per trial, with its checks
-//   role_time.cpp       subjects timed one sample at a time
+//   role_time.cpp       subjects timed one sample at a time, as the parent asks
+//                       ("time": the candidate; "time_trusted": reference and baselines)
 //   role_profile.cpp    one candidate call inside the profiler's range
 //   role_calibrate.cpp  the device's ceilings
 #include "device/backend.hpp"
@@ -16,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <istream>
 #include <string>
 #include <vector>
 
@@ -41,7 +43,9 @@ void send_outputs(channel_writer& ch, const std::vector<eval::host_tensor>& outs
 
 int run_oracle(channel_writer& ch, const problem::problem& p, const nlohmann::json& job, device::backend& dev);
 int run_verify(channel_writer& ch, const problem::problem& p, const nlohmann::json& job, device::backend& dev);
-int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json& job, device::backend& dev);
+/// Serves the parent's commands on `commands` (the worker's stdin) until "finish" or its end.
+int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json& job, device::backend& dev,
+             std::istream& commands);
 int run_profile(channel_writer& ch, const problem::problem& p, const nlohmann::json& job, device::backend& dev);
 int run_calibrate(channel_writer& ch, const nlohmann::json& job);
 

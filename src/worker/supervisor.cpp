@@ -38,51 +38,183 @@ std::filesystem::path default_worker_exe() {
 
 namespace {
 
-void write_all_nointr(int fd, const std::string& s) {
+// @return false when the reader is gone (the worker died: its exit status tells why)
+bool write_all_nointr(int fd, const std::string& s) {
   std::size_t off = 0;
   while (off < s.size()) {
     ssize_t w = ::write(fd, s.data() + off, s.size() - off);
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return; // the worker died before reading its job: its exit status tells why
+    if (w <= 0) return false;
     off += static_cast<std::size_t>(w);
   }
+  return true;
 }
 
 // Which limit the watchdog hit, in words.
-std::string elapsed_at_kill(double wall_s, double last_frame_at, double timeout_s, double total_cap_s) {
-  if (wall_s - last_frame_at >= timeout_s * 0.999)
+std::string elapsed_at_kill(double wall_s, double step_started, double timeout_s, double total_cap_s) {
+  if (wall_s - step_started >= timeout_s * 0.999)
     return fmt::format("no progress for {:.0f} s (the limit for one step); the watchdog killed it", timeout_s);
   return fmt::format("still running after {:.0f} s in all ({} steps' limit of {:.0f} s each); the watchdog killed it",
                      total_cap_s, total_cap_factor, timeout_s);
 }
 
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+// After the worker itself exited, a child it forked may hold the pipes open: stragglers
+// get this long, then the parent stops listening.
+constexpr double linger_s = 0.5;
+
 } // namespace
 
-worker_outcome run_worker(const std::filesystem::path& exe, nlohmann::json job, double timeout_s,
-                          std::size_t max_output, const std::vector<std::string>& wrapper,
-                          const message_sink& sink) {
+struct worker_session::state {
+  worker_options opts;
+  nonce n;
+  channel_reader reader;
+  pid_t pid = -1;
+  int in_w = -1, res_r = -1, out_r = -1;
+  bool res_open = true, out_open = true;
+  bool exited = false, reaped = false, killed = false, timed_out = false, got_done = false, finished = false;
+  int status = 0;
+  worker_outcome out;
+  std::vector<char> buf = std::vector<char>(1 << 20); // large reads: outputs of a GPU problem are gigabytes
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  double step_started = 0; // the watchdog's step: since the last frame or command
+  double exited_at = -1;
+  std::string watchdog_detail; // which limit the watchdog hit, when it did
+  std::exception_ptr sink_error;
+
+  explicit state(const nonce& nn, worker_options o) : opts(std::move(o)), n(nn), reader(nn) {}
+
+  [[nodiscard]] double elapsed() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  [[nodiscard]] double total_cap_s() const { return opts.timeout_s * total_cap_factor; }
+  [[nodiscard]] bool broken() const { return !reader.error().empty() || out.end == worker_end::protocol_error; }
+  [[nodiscard]] bool over() const {
+    return killed || broken() || sink_error || (exited && !res_open && !out_open);
+  }
+
+  // Whatever happened, nothing of the worker's process group survives it.
+  void kill_group() {
+    if (pid > 0) ::kill(-pid, SIGKILL);
+    killed = true;
+  }
+  void reap() {
+    if (reaped || pid <= 0) return;
+    if (!exited)
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    reaped = true;
+  }
+
+  // Takes complete frames out of the reader until one of `wanted` (when given) is found.
+  bool take_frames(const std::string* wanted, std::optional<nlohmann::json>* got) {
+    while (!broken() && !sink_error) {
+      auto m = reader.next();
+      if (!m) return false;
+      const std::string type = m->header.value("type", "");
+      if (got_done) { // nothing may follow the final frame
+        reader = channel_reader(n);
+        out.end = worker_end::protocol_error;
+        out.detail = "a frame after the worker's final frame";
+        return false;
+      }
+      if (type == "progress") out.last_progress = m->header;
+      if (type == "done") got_done = true;
+      if (opts.sink) {
+        try {
+          opts.sink(*m);
+        } catch (...) { // rethrown once the worker is gone, never with it left running
+          sink_error = std::current_exception();
+          return false;
+        }
+      }
+      step_started = elapsed(); // after the sink: its time is ours, not the worker's
+      const bool found = wanted && type == *wanted;
+      if (found) *got = m->header;
+      out.messages.push_back(std::move(*m));
+      if (found) return true;
+    }
+    return false;
+  }
+
+  // Reads the worker's pipes until `wanted` arrives (when given) or the worker is over.
+  // The watchdog bounds each step, not the whole worker: it fires when no frame has
+  // arrived for timeout_s (the worker reports before every candidate call), so a problem
+  // whose tensors take seconds to draw and move is not mistaken for a hang. The whole run
+  // is still capped, at total_cap_factor steps' worth.
+  void pump(const std::string* wanted, std::optional<nlohmann::json>* got) {
+    if (take_frames(wanted, got)) return;
+    while (!over()) {
+      const double left = std::min(opts.timeout_s - (elapsed() - step_started), total_cap_s() - elapsed());
+      if (left <= 0) {
+        if (!got_done) timed_out = true;
+        watchdog_detail = elapsed_at_kill(elapsed(), step_started, opts.timeout_s, total_cap_s());
+        kill_group();
+        return;
+      }
+      if (!exited && ::waitpid(pid, &status, WNOHANG) == pid) exited = true;
+      if (exited && (res_open || out_open)) {
+        if (exited_at < 0) exited_at = elapsed();
+        if (elapsed() - exited_at > linger_s) return;
+      }
+      pollfd fds[2] = {{res_open ? res_r : -1, POLLIN, 0}, {out_open ? out_r : -1, POLLIN, 0}};
+      int pr = ::poll(fds, 2, static_cast<int>(std::min(left, 0.05) * 1000) + 1);
+      if (pr < 0 && errno != EINTR) return;
+      if (pr <= 0) continue;
+      if (fds[0].revents) {
+        ssize_t r = ::read(res_r, buf.data(), buf.size());
+        if (r <= 0) res_open = false;
+        else {
+          reader.feed(buf.data(), static_cast<std::size_t>(r));
+          if (take_frames(wanted, got)) return;
+        }
+      }
+      if (fds[1].revents) {
+        ssize_t r = ::read(out_r, buf.data(), buf.size());
+        if (r <= 0) out_open = false;
+        else if (out.output.size() < opts.max_output)
+          out.output.append(buf.data(),
+                            std::min<std::size_t>(static_cast<std::size_t>(r), opts.max_output - out.output.size()));
+      }
+    }
+  }
+
+  void rethrow_sink_error() {
+    if (!sink_error) return;
+    kill_group();
+    reap();
+    std::rethrow_exception(sink_error);
+  }
+};
+
+worker_session::worker_session(const std::filesystem::path& exe, nlohmann::json job, worker_options opts) {
   if (!std::filesystem::exists(exe))
     KFORGE_THROW(worker, "worker executable {} not found (set KFORGE_WORKER, or keep kforge-worker beside kforge)",
                  exe.string());
   const nonce n = make_nonce();
+  m = std::make_unique<state>(n, std::move(opts));
   job["nonce"] = nonce_hex(n);
-  const std::string job_text = job.dump();
+  const std::string job_line = job.dump() + "\n";
 
   int in_p[2], res_p[2], out_p[2];
   if (::pipe2(in_p, O_CLOEXEC) || ::pipe2(res_p, O_CLOEXEC) || ::pipe2(out_p, O_CLOEXEC))
     KFORGE_THROW(worker, "pipe: {}", std::strerror(errno));
-  // Keep SIGPIPE from killing the parent if the worker dies before reading its job.
+  // Keep SIGPIPE from killing the parent if the worker dies before reading its stdin.
   ::signal(SIGPIPE, SIG_IGN);
 
   // The argv is built before fork: the child of a threaded parent must not allocate.
+  const auto& wrapper = m->opts.wrapper;
   const std::string path = exe.string();
   std::vector<char*> argv;
   for (auto& a : wrapper) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(const_cast<char*>(wrapper.empty() ? "kforge-worker" : path.c_str()));
   argv.push_back(nullptr);
 
-  const auto t0 = std::chrono::steady_clock::now();
   const pid_t parent = ::getpid();
+  m->t0 = std::chrono::steady_clock::now();
   pid_t pid = ::fork();
   if (pid < 0) KFORGE_THROW(worker, "fork: {}", std::strerror(errno));
   if (pid == 0) {
@@ -98,112 +230,74 @@ worker_outcome run_worker(const std::filesystem::path& exe, nlohmann::json job, 
     ::_exit(127);
   }
   ::setpgid(pid, pid); // also from the parent, so the group exists before any kill below
+  m->pid = pid;
   ::close(in_p[0]);
   ::close(res_p[1]);
   ::close(out_p[1]);
-  write_all_nointr(in_p[1], job_text);
-  ::close(in_p[1]);
+  m->in_w = in_p[1];
+  m->res_r = res_p[0];
+  m->out_r = out_p[0];
+  ::fcntl(m->res_r, F_SETPIPE_SZ, 1 << 20);
+  write_all_nointr(m->in_w, job_line);
+}
 
-  worker_outcome out;
-  channel_reader reader(n);
-  bool got_done = false, res_open = true, out_open = true, timed_out = false, exited = false;
-  int status = 0;
-  // Large reads and a large pipe: outputs of a GPU problem are gigabytes.
-  std::vector<char> big(1 << 20);
-  char* buf = big.data();
-  const std::size_t buf_bytes = big.size();
-  ::fcntl(res_p[0], F_SETPIPE_SZ, 1 << 20);
-  constexpr double linger_s = 0.5;
-  double exited_at = -1;
-  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
-
-  // The watchdog bounds each step, not the whole worker: it fires when no frame has arrived
-  // for timeout_s (the worker reports before every candidate call), so a problem whose
-  // tensors take seconds to draw and move is not mistaken for a hang. The whole run is
-  // still capped, at total_cap_factor steps' worth.
-  const double total_cap_s = timeout_s * total_cap_factor;
-  double last_frame_at = 0;
-  std::exception_ptr sink_error;
-  while (!exited || res_open || out_open) {
-    const double left = std::min(timeout_s - (elapsed() - last_frame_at), total_cap_s - elapsed());
-    if (left <= 0) {
-      timed_out = true;
-      break;
-    }
-    if (!exited) {
-      pid_t w = ::waitpid(pid, &status, WNOHANG);
-      if (w == pid) exited = true;
-    }
-    // After the worker itself exited, a child it forked may hold the pipes open: give
-    // stragglers a moment, then stop listening.
-    if (exited && (res_open || out_open)) {
-      if (exited_at < 0) exited_at = elapsed();
-      if (elapsed() - exited_at > linger_s) break;
-    }
-    pollfd fds[2] = {{res_open ? res_p[0] : -1, POLLIN, 0}, {out_open ? out_p[0] : -1, POLLIN, 0}};
-    int pr = ::poll(fds, 2, static_cast<int>(std::min(left, 0.05) * 1000) + 1);
-    if (pr < 0 && errno != EINTR) break;
-    if (pr <= 0) continue;
-    if (fds[0].revents) {
-      ssize_t r = ::read(res_p[0], buf, buf_bytes);
-      if (r <= 0) res_open = false;
-      else {
-        reader.feed(buf, static_cast<std::size_t>(r));
-        while (auto m = reader.next()) {
-          const std::string type = m->header.value("type", "");
-          if (got_done) { // nothing may follow the final frame
-            reader = channel_reader(n);
-            out.end = worker_end::protocol_error;
-            out.detail = "a frame after the worker's final frame";
-            break;
-          }
-          if (type == "progress") out.last_progress = m->header;
-          if (type == "done") got_done = true;
-          if (sink) {
-            try {
-              sink(*m);
-            } catch (...) { // rethrown once the worker is gone, never with it left running
-              sink_error = std::current_exception();
-              break;
-            }
-          }
-          last_frame_at = elapsed(); // after the sink: its time is ours, not the worker's
-          out.messages.push_back(std::move(*m));
-        }
-        if (!reader.error().empty() || sink_error) break;
-      }
-    }
-    if (fds[1].revents) {
-      ssize_t r = ::read(out_p[0], buf, buf_bytes);
-      if (r <= 0) out_open = false;
-      else if (out.output.size() < max_output)
-        out.output.append(buf, std::min<std::size_t>(static_cast<std::size_t>(r), max_output - out.output.size()));
-    }
+worker_session::~worker_session() {
+  if (!m) return;
+  if (!m->finished) {
+    m->kill_group();
+    m->reap();
   }
+  close_fd(m->in_w);
+  close_fd(m->res_r);
+  close_fd(m->out_r);
+}
 
+bool worker_session::send(const nlohmann::json& command) {
+  if (m->in_w < 0 || m->over()) return false;
+  m->step_started = m->elapsed();
+  return write_all_nointr(m->in_w, command.dump() + "\n");
+}
+
+void worker_session::close_input() {
+  if (m->in_w < 0) return;
+  close_fd(m->in_w);
+  m->step_started = m->elapsed(); // the worker's last step: what it does at end of input
+}
+
+std::optional<nlohmann::json> worker_session::wait_for(const std::string& type) {
+  std::optional<nlohmann::json> got;
+  m->pump(&type, &got);
+  m->rethrow_sink_error();
+  return got;
+}
+
+worker_outcome worker_session::finish() {
+  KFORGE_ASSERT(!m->finished);
+  close_input();
+  m->pump(nullptr, nullptr);
+  m->rethrow_sink_error();
+  m->finished = true;
   // Whatever happened, nothing of the worker's process group survives it.
-  ::kill(-pid, SIGKILL);
-  if (!exited) {
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-  }
-  ::close(res_p[0]);
-  ::close(out_p[0]);
-  out.wall_s = elapsed();
-  if (sink_error) std::rethrow_exception(sink_error);
-
-  const bool killed_by_us = !exited;
+  const bool killed_by_us = !m->exited;
+  m->kill_group();
+  m->reap();
+  close_fd(m->res_r);
+  close_fd(m->out_r);
+  auto& out = m->out;
+  const int status = m->status;
+  out.wall_s = m->elapsed();
   if (WIFSIGNALED(status)) out.signal = WTERMSIG(status);
   else out.exit_code = WEXITSTATUS(status);
 
-  if (!reader.error().empty()) {
+  if (!m->reader.error().empty()) {
     out.end = worker_end::protocol_error;
-    out.detail = reader.error();
+    out.detail = m->reader.error();
   } else if (out.end == worker_end::protocol_error) {
-    // set above: a frame after "done"
-  } else if (timed_out && !got_done) {
+    // set while reading: a frame after "done"
+  } else if (m->timed_out) {
     out.end = worker_end::timeout;
-    out.detail = elapsed_at_kill(out.wall_s, last_frame_at, timeout_s, total_cap_s);
-  } else if (got_done) {
+    out.detail = m->watchdog_detail;
+  } else if (m->got_done) {
     out.end = worker_end::done;
     out.detail = "done";
   } else if (!killed_by_us && WIFSIGNALED(status)) {
@@ -211,7 +305,7 @@ worker_outcome run_worker(const std::filesystem::path& exe, nlohmann::json job, 
     out.detail = fmt::format("{} (signal {})", sigabbrev_np(out.signal) ? std::string("SIG") + sigabbrev_np(out.signal)
                                                                          : std::string("signal"),
                              out.signal);
-  } else if (reader.partial()) {
+  } else if (m->reader.partial()) {
     // Our writer only ever writes whole frames before it exits: a fragment is someone else's.
     out.end = worker_end::protocol_error;
     out.detail = fmt::format("an incomplete frame on the result channel, then exit code {}", out.exit_code);
@@ -219,7 +313,18 @@ worker_outcome run_worker(const std::filesystem::path& exe, nlohmann::json job, 
     out.end = worker_end::exited_early;
     out.detail = fmt::format("exit code {} before reporting a result", out.exit_code);
   }
-  return out;
+  return std::move(out);
+}
+
+worker_outcome run_worker(const std::filesystem::path& exe, nlohmann::json job, const worker_options& opts) {
+  worker_session s(exe, std::move(job), opts);
+  return s.finish();
+}
+
+worker_outcome run_worker(const std::filesystem::path& exe, nlohmann::json job, double timeout_s,
+                          std::size_t max_output, const std::vector<std::string>& wrapper, const message_sink& sink) {
+  return run_worker(exe, std::move(job),
+                    worker_options{.timeout_s = timeout_s, .max_output = max_output, .wrapper = wrapper, .sink = sink});
 }
 
 } // namespace kforge::worker

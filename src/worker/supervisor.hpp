@@ -3,12 +3,22 @@
 // job, read its result channel under a watchdog, and classify how it ended. Nothing the
 // worker does (crash, hang, exit(0), junk on stdout, forged frames, a forked child that
 // keeps the pipes open) can stop the parent or read as success.
-//   auto out = run_worker(exe, job, 60.0);
+//   auto out = run_worker(exe, job, 60.0);                  // a whole run: job in, outcome out
 //   if (out.end == worker_end::done) for (auto& m : out.messages) ...
+// A worker the parent talks to while it runs (the timing workers) is a session:
+//   worker_session s(exe, job, {.timeout_s = 60});          // the job is the first line on its stdin
+//   s.wait_for("ready");  s.send({{"cmd", "sample"}, ...});  auto m = s.wait_for("sample");
+//   auto out = s.finish();                                  // stdin closed, read to the end, classified
+// Protocol: the job is the first line on the worker's stdin (JSON has no raw newlines);
+// each further line is a command; the worker answers on the result channel (protocol.hpp).
 #include "worker/protocol.hpp"
+
+#include <sys/types.h>
 
 #include <filesystem>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,20 +48,62 @@ struct worker_outcome {
 /// The kforge-worker executable: $KFORGE_WORKER, else beside the running executable.
 [[nodiscard]] std::filesystem::path default_worker_exe();
 
-/// A worker may run for this many times its timeout_s in all (see run_worker).
+/// A worker may run for this many times its timeout_s in all (see worker_options).
 inline constexpr int total_cap_factor = 20;
 
-/// @pre job has no "nonce" (run_worker adds it)
-/// `timeout_s` bounds each step: the worker is killed when no frame has arrived for that
-/// long (it reports before every candidate call), or after total_cap_factor * timeout_s.
-/// `wrapper` is a command put in front of the worker, which it must start with the same
-/// stdin and descriptors: `{"compute-sanitizer", "--tool", "memcheck"}` runs
-/// `compute-sanitizer --tool memcheck kforge-worker`. Empty: the worker itself.
-/// `sink`, when given, sees each frame as it arrives (before it is kept in `messages`) and
-/// may move its payload out: outputs of gigabytes are judged and dropped one by one instead
-/// of all held until the worker ends. Time spent in it is not the worker's. What it throws
-/// is rethrown by run_worker after the worker's process group is killed.
+/// Sees each frame as it arrives (before it is kept in `messages`) and may move its payload
+/// out: outputs of gigabytes are judged and dropped one by one instead of all held until the
+/// worker ends. Time spent in it is not the worker's. What it throws is rethrown once the
+/// worker's process group is killed.
 using message_sink = std::function<void(message&)>;
+
+struct worker_options {
+  /// Bounds each step: the worker is killed when no frame has arrived for this long while
+  /// the parent waits on it (it reports before every candidate call; a command starts a new
+  /// step), or after total_cap_factor * timeout_s in all.
+  double timeout_s = 60;
+  std::size_t max_output = 64 * 1024; // of stdout/stderr kept
+  /// A command put in front of the worker, which it must start with the same stdin and
+  /// descriptors: `{"compute-sanitizer", "--tool", "memcheck"}` runs
+  /// `compute-sanitizer --tool memcheck kforge-worker`. Empty: the worker itself.
+  std::vector<std::string> wrapper;
+  message_sink sink;
+};
+
+/// A running worker the parent talks to. Not copyable; the destructor kills what is left
+/// of its process group.
+class worker_session {
+public:
+  /// Starts the worker and writes `job` (plus a "nonce") as the first line on its stdin.
+  /// @pre job has no "nonce"
+  /// @throws kforge::error (worker) when the executable is missing or cannot be started
+  worker_session(const std::filesystem::path& exe, nlohmann::json job, worker_options opts);
+  ~worker_session();
+  worker_session(const worker_session&) = delete;
+  worker_session& operator=(const worker_session&) = delete;
+
+  /// One command line on the worker's stdin; starts a new watchdog step.
+  /// @return false when the worker no longer reads its stdin (it ended)
+  bool send(const nlohmann::json& command);
+  /// No more commands: the worker sees end of file on its stdin.
+  void close_input();
+  /// Reads frames (each to the sink, then kept) until one of `type` arrives.
+  /// @return its header; nothing when the worker ended, broke the protocol or was killed by
+  /// the watchdog first (finish() says which).
+  [[nodiscard]] std::optional<nlohmann::json> wait_for(const std::string& type);
+  /// Closes stdin, reads until the worker ends (under the watchdog), kills whatever is left
+  /// of its process group and classifies how it ended. Call once.
+  [[nodiscard]] worker_outcome finish();
+
+private:
+  struct state;
+  std::unique_ptr<state> m;
+};
+
+/// A whole non-interactive run: the job, then end of file on stdin; the outcome.
+[[nodiscard]] worker_outcome run_worker(const std::filesystem::path& exe, nlohmann::json job,
+                                        const worker_options& opts);
+/// The same, options in order.
 [[nodiscard]] worker_outcome run_worker(const std::filesystem::path& exe, nlohmann::json job, double timeout_s,
                                         std::size_t max_output = 64 * 1024,
                                         const std::vector<std::string>& wrapper = {}, const message_sink& sink = {});

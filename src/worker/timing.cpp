@@ -6,11 +6,13 @@
 #include "core/hash.hpp"
 #include "device/calibration.hpp"
 #include "eval/statistics.hpp"
+#include "eval/timer.hpp"
 #include "worker/candidate_run.hpp"
 
 #include <fmt/format.h>
 
 #include <chrono>
+#include <optional>
 
 namespace kforge::worker {
 namespace {
@@ -49,44 +51,104 @@ std::vector<bridge::torch_timing> torch_baseline_timings(const problem::problem&
 
 } // namespace
 
+namespace {
+
+// A timing worker stopped answering (it ended, broke the protocol, or hung): timing stops.
+struct worker_stopped {};
+
+// How many input sets the timing workers rotate through.
+constexpr int rotations = 3;
+// Calls per subject discarded before sampling.
+constexpr int warmup = 2;
+
+// A subject timed in `w`: one command, one "sample" frame.
+eval::sampler remote(worker_session& w, const std::string& name) {
+  return {name, rotations, [&w, name](int r) {
+            if (!w.send({{"cmd", "sample"}, {"subject", name}, {"rotation", r}})) throw worker_stopped{};
+            auto m = w.wait_for("sample");
+            if (!m) throw worker_stopped{};
+            return eval::sample{m->value("seconds", 0.0), m->value("rc", -1)};
+          }};
+}
+
+} // namespace
+
 std::map<output_key, eval::host_tensor> time_subjects(const worker_context& ctx, const role_artifacts& builds,
                                                       const nlohmann::json& rechecks, double budget_s,
                                                       std::uint64_t seed, recorder& rec) {
   const auto& p = ctx.p;
-  nlohmann::json subjects =
-      nlohmann::json::array({{{"name", "candidate"}, {"library", builds.candidate.library.string()}}});
-  if (!p.torch) subjects.push_back({{"name", "reference"}, {"library", builds.reference.library.string()}});
+  // Two workers on the same device at once: the candidate alone in one; the reference and
+  // the baselines in the other, which never loads candidate code, so that nothing the
+  // candidate does in its process (patching their code, their data, their clock) reaches
+  // them. The same seed gives both the same inputs.
+  nlohmann::json trusted = nlohmann::json::array();
+  if (!p.torch) trusted.push_back({{"name", "reference"}, {"library", builds.reference.library.string()}});
   for (std::size_t i = 0; i < builds.baselines.size(); ++i)
-    subjects.push_back({{"name", p.baselines[i].name}, {"library", builds.baselines[i].library.string()}});
-  auto timed = run_worker(ctx.exe,
-                          {{"role", "time"}, {"problem", p.dir.string()}, {"device", ctx.device}, {"subjects", subjects},
-                           {"timing",
-                            {{"budget_s", budget_s}, {"min_samples", p.eval.min_samples},
-                             {"max_samples", p.eval.max_samples}, {"target_rel_ci", p.eval.target_rel_ci},
-                             {"seed", seed}}},
-                           {"rechecks", rechecks}},
-                          ctx.timeout_s + 4 * budget_s);
+    trusted.push_back({{"name", p.baselines[i].name}, {"library", builds.baselines[i].library.string()}});
+  const nlohmann::json timing{{"seed", seed}, {"rotations", rotations}, {"warmup", warmup},
+                              {"min_samples", p.eval.min_samples}};
+  const auto job = [&](const char* role, nlohmann::json subjects, nlohmann::json re) {
+    return nlohmann::json{{"role", role},       {"problem", p.dir.string()}, {"device", ctx.device},
+                          {"subjects", subjects}, {"timing", timing},         {"rechecks", re}};
+  };
   std::map<output_key, eval::host_tensor> timed_out;
-  for (auto& m : timed.messages) {
-    if (m.header["type"] == "output") { // a re-verified timed call: "trial" is its place in rechecks
-      timed_out[{m.header["trial"], 0, m.header["index"]}] = tensor_of(m);
-    } else if (m.header["type"] == "error") {
-      rec.check({.name = m.header.value("reason", "load_failed"), .passed = false,
-                 .message = "during timing: " + m.header.value("message", "")});
-    } else if (m.header["type"] == "timing") {
-      const std::string subject = m.header["subject"];
-      const int rc = m.header.value("failed_rc", 0);
-      if (rc != 0) {
-        rec.check({.name = "returned_error", .passed = false,
-                   .message = fmt::format("the {} returned {} during timing", subject, rc)});
-        continue;
-      }
-      auto samples = m.header["samples"].get<std::vector<double>>();
-      if (samples.empty()) continue;
-      rec.timing(eval::summarize(subject, samples, p.eval.target_rel_ci));
+  auto errors_become_checks = [&rec](const char* who) {
+    return [&rec, who](message& m) {
+      if (m.header["type"] == "error")
+        rec.check({.name = m.header.value("reason", "load_failed"), .passed = false,
+                   .message = fmt::format("during timing{}: {}", who, m.header.value("message", ""))});
+    };
+  };
+  const double step_s = ctx.timeout_s + 4 * budget_s;
+  auto on_candidate = errors_become_checks("");
+  worker_session cand(
+      ctx.exe,
+      job("time", {{{"name", "candidate"}, {"library", builds.candidate.library.string()}}}, rechecks),
+      {.timeout_s = step_s, .sink = [&](message& m) {
+         if (m.header["type"] == "output") // a re-verified timed call: "trial" is its place in rechecks
+           timed_out[{m.header["trial"], 0, m.header["index"]}] = tensor_of(m);
+         on_candidate(m);
+       }});
+  std::optional<worker_session> ref;
+  if (!trusted.empty())
+    ref.emplace(ctx.exe, job("time_trusted", trusted, nlohmann::json::array()),
+                worker_options{.timeout_s = step_s, .sink = errors_become_checks(" (the reference's worker)")});
+
+  std::vector<eval::sampler> samplers{remote(cand, "candidate")};
+  for (auto& s : trusted) samplers.push_back(remote(*ref, s["name"]));
+  eval::timing_config cfg{.budget_s = budget_s, .warmup = warmup, .min_samples = p.eval.min_samples,
+                          .max_samples = p.eval.max_samples, .target_rel_ci = p.eval.target_rel_ci};
+  bool complete = cand.wait_for("ready").has_value() && (!ref || ref->wait_for("ready").has_value());
+  std::vector<eval::timing_samples> results;
+  if (complete) try {
+      results = eval::interleave(samplers, cfg);
+    } catch (const worker_stopped&) {
+      complete = false; // its outcome says why
+    }
+  bool failed = !complete;
+  for (auto& r : results) {
+    if (r.failed_rc != 0) {
+      failed = true;
+      rec.check({.name = "returned_error", .passed = false,
+                 .message = fmt::format("the {} returned {} during timing", r.subject, r.failed_rc)});
+    } else if (!r.samples.empty()) {
+      rec.timing(eval::summarize(r.subject, r.samples, p.eval.target_rel_ci));
     }
   }
-  if (auto f = process_failure(timed, "timing", rec.ev.trials)) rec.check(*f);
+  if (complete) cand.send({{"cmd", "finish"}, {"rechecks", !failed}});
+  const auto c_end = cand.finish();
+  if (auto f = process_failure(c_end, "timing", rec.ev.trials)) rec.check(*f);
+  if (ref) {
+    ref->send({{"cmd", "finish"}});
+    const auto r_end = ref->finish();
+    if (auto f = process_failure(r_end, "timing", rec.ev.trials)) {
+      // Not the candidate's code, but its doing as far as anyone can tell: the reference
+      // timed in this worker before, and a candidate that slowed or starved it is the likely cause.
+      f->message = fmt::format("the reference's timing worker, which loads no candidate code, {} during timing: {}",
+                               r_end.end == worker_end::timeout ? "hung" : worker_end_name(r_end.end), r_end.detail);
+      rec.check(*f);
+    }
+  }
   return timed_out;
 }
 

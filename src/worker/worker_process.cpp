@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include <iostream>
-#include <iterator>
+#include <string>
 #include <map>
 
 namespace kforge::worker {
@@ -20,13 +20,20 @@ namespace kforge::worker {
 int worker_process_main() {
   // Nothing outside this process may read its memory or ptrace it (where the kernel enforces it).
   ::prctl(PR_SET_DUMPABLE, 0);
-  std::string text{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
-  int devnull = ::open("/dev/null", O_RDONLY);
-  if (devnull >= 0) ::dup2(devnull, 0);
+  // The job is the first line on stdin; further lines are the parent's commands, for the
+  // roles that take them (the timing workers). Every other role's stdin is /dev/null.
+  std::string text;
+  std::getline(std::cin, text);
   auto job = nlohmann::json::parse(text, nullptr, false);
-  if (job.is_discarded() || !job.contains("nonce")) {
+  if (job.is_discarded() || !job.is_object() || !job.contains("nonce")) {
     std::cerr << "kforge-worker: expected a JSON job on stdin (this program is started by kforge)\n";
     return 2;
+  }
+  const std::string role = job.value("role", "");
+  const bool interactive = role == "time" || role == "time_trusted";
+  if (!interactive) {
+    int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) ::dup2(devnull, 0);
   }
   auto n = nonce_from_hex(job["nonce"]);
   if (!n) return 2;
@@ -34,7 +41,7 @@ int worker_process_main() {
   ::fcntl(result_fd, F_SETFD, FD_CLOEXEC); // programs the candidate starts do not inherit the channel
   try {
     ch.send({{"type", "hello"}, {"pid", ::getpid()}});
-    if (job.value("role", "") == "calibrate") {
+    if (role == "calibrate") {
       run_calibrate(ch, job);
       ch.send({{"type", "done"}});
       return 0;
@@ -43,11 +50,10 @@ int worker_process_main() {
     const auto p = problem::with_shapes(problem::load(job["problem"].get<std::string>()),
                                         job.value("shapes", std::map<std::string, std::vector<int64_t>>{}));
     auto dev = device::make_backend(p.backend, job.value("device", 0));
-    const std::string role = job["role"];
     int rc = 0;
     if (role == "oracle") rc = run_oracle(ch, p, job, *dev);
     else if (role == "verify") rc = run_verify(ch, p, job, *dev);
-    else if (role == "time") rc = run_time(ch, p, job, *dev);
+    else if (interactive) rc = run_time(ch, p, job, *dev, std::cin);
     else if (role == "profile") rc = run_profile(ch, p, job, *dev);
     else KFORGE_THROW(internal, "unknown worker role '{}'", role);
     ch.send({{"type", "done"}});

@@ -8,6 +8,9 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <chrono>
+#include <thread>
+
 using namespace kforge;
 
 namespace {
@@ -128,4 +131,74 @@ TEST(supervisor, an_exception_from_the_sink_comes_back_after_the_worker_is_kille
 
 TEST(supervisor, missing_executable_is_a_clear_error) {
   EXPECT_THROW((void)worker::run_worker("/nonexistent/kforge-worker", {}, 1), std::exception);
+}
+
+// Sessions: the job is the first line on the worker's stdin, commands the lines after it.
+namespace {
+// A stand-in interactive worker: "ready", then one reply per command, "done" at end of input.
+std::filesystem::path interactive_worker(const test::temp_dir& d) {
+  const auto w = d / "iw";
+  test::write(w, "#!/usr/bin/env python3\n"
+                 "import json, os, struct, sys, time\n"
+                 "job = json.loads(sys.stdin.readline())\n"
+                 "nonce = bytes.fromhex(job['nonce'])\n"
+                 "def send(h):\n"
+                 "    b = json.dumps(h).encode()\n"
+                 "    os.write(3, b'KFW1' + nonce + struct.pack('<I', len(b)) + b + struct.pack('<Q', 0))\n"
+                 "send({'type': 'ready', 'role': job['role']})\n"
+                 "for line in sys.stdin:\n"
+                 "    cmd = json.loads(line)\n"
+                 "    if cmd['cmd'] == 'double': send({'type': 'answer', 'n': 2 * cmd['n']})\n"
+                 "    if cmd['cmd'] == 'hang': time.sleep(100)\n"
+                 "    if cmd['cmd'] == 'crash': os.kill(os.getpid(), 11)\n"
+                 "send({'type': 'done'})\n");
+  ::chmod(w.c_str(), 0755);
+  return w;
+}
+} // namespace
+
+TEST(session, answers_commands_in_order_then_ends_cleanly) {
+  test::temp_dir d;
+  worker::worker_session s(interactive_worker(d), {{"role", "time"}}, {.timeout_s = 10});
+  auto ready = s.wait_for("ready");
+  ASSERT_TRUE(ready.has_value());
+  EXPECT_EQ((*ready)["role"], "time");
+  for (int n : {1, 21, 5}) {
+    ASSERT_TRUE(s.send({{"cmd", "double"}, {"n", n}}));
+    auto a = s.wait_for("answer");
+    ASSERT_TRUE(a.has_value());
+    EXPECT_EQ((*a)["n"], 2 * n);
+  }
+  const auto o = s.finish();
+  EXPECT_EQ(o.end, worker::worker_end::done) << o.detail;
+  ASSERT_EQ(o.messages.size(), 5u); // ready, three answers, done
+  EXPECT_EQ(o.messages.back().header["type"], "done");
+}
+
+TEST(session, the_watchdog_counts_a_step_from_the_command_not_the_idle_time_before_it) {
+  test::temp_dir d;
+  worker::worker_session s(interactive_worker(d), {{"role", "time"}}, {.timeout_s = 1});
+  ASSERT_TRUE(s.wait_for("ready").has_value());
+  // The parent is busy elsewhere (with the other timing worker) for longer than one step.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  ASSERT_TRUE(s.send({{"cmd", "double"}, {"n", 4}}));
+  EXPECT_TRUE(s.wait_for("answer").has_value()) << "an idle worker was killed";
+  // A command it never answers is one step too long.
+  ASSERT_TRUE(s.send({{"cmd", "hang"}}));
+  EXPECT_FALSE(s.wait_for("answer").has_value());
+  const auto o = s.finish();
+  EXPECT_EQ(o.end, worker::worker_end::timeout);
+  EXPECT_NE(o.detail.find("no progress for 1 s"), std::string::npos) << o.detail;
+}
+
+TEST(session, a_worker_that_dies_mid_session_is_classified_by_finish) {
+  test::temp_dir d;
+  worker::worker_session s(interactive_worker(d), {{"role", "time"}}, {.timeout_s = 10});
+  ASSERT_TRUE(s.wait_for("ready").has_value());
+  ASSERT_TRUE(s.send({{"cmd", "crash"}}));
+  EXPECT_FALSE(s.wait_for("answer").has_value());
+  EXPECT_FALSE(s.send({{"cmd", "double"}, {"n", 1}})); // nobody reads its stdin any more
+  const auto o = s.finish();
+  EXPECT_EQ(o.end, worker::worker_end::crashed);
+  EXPECT_EQ(o.signal, 11);
 }
