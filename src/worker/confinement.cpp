@@ -1,9 +1,10 @@
-// Unconfined until src/sandbox/ provides the launch (the lead replaces this file).
+// Unconfined until src/sandbox/ provides the launch (main's version of this file replaces it).
 #include "worker/confinement.hpp"
 
 namespace kforge::worker {
 
-launch confine_worker(const problem::problem*, const std::string&, const std::vector<std::filesystem::path>&) {
+launch confine_worker(const problem::problem*, const std::string&, const std::vector<std::filesystem::path>&,
+                      const std::vector<std::filesystem::path>&, const std::filesystem::path&) {
   return {};
 }
 

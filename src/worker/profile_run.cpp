@@ -116,7 +116,9 @@ profile_run profile_candidate(const problem::problem& p, const fs::path& source,
                      {"libraries", {{"candidate", cand.library.string()}}},
                      {"trials", nlohmann::json::array({{{"case", p.cases.front().name}, {"seed", seed}, {"trial", 0}}})}};
   const auto exe = opts.worker_exe.empty() ? default_worker_exe() : opts.worker_exe;
-  auto run = run_worker(exe, job, {.timeout_s = opts.timeout_s, .wrapper = wrapper, .problem = &p, .role = "profile"});
+  auto run = run_worker(exe, job,
+                        {.timeout_s = opts.timeout_s, .wrapper = wrapper, .problem = &p, .role = "profile",
+                         .writable = {dir}});
   out.confinement = run.confinement;
   std::error_code ec;
   out.log = fs::is_regular_file(log, ec) ? read_file(log) : std::string();

@@ -261,7 +261,7 @@ sanitize_result sanitize_library(const problem::problem& p, const fs::path& libr
     const fs::path log = fs::path(dir) / (tool + ".log");
     auto run = run_worker(exe, job,
                           {.timeout_s = timeout, .wrapper = sanitizer_command(sanitizer, tool, log), .problem = &p,
-                           .role = "sanitize"});
+                           .role = "sanitize", .writable = {dir}});
     out.confinement = run.confinement;
     std::error_code ec;
     const std::string report = fs::is_regular_file(log, ec) ? read_file(log) : std::string();

@@ -108,6 +108,7 @@ struct worker_session::state {
   int in_w = -1, res_r = -1, out_r = -1, rep_r = -1;
   bool res_open = true, out_open = true, rep_open = false;
   std::string report;                 // what the confined launcher wrote on report_fd
+  std::string unconfined_reason;      // launch::unconfined_reason
   std::function<void()> cleanup;      // the launch's, once the worker is gone
   bool exited = false, reaped = false, killed = false, timed_out = false, got_done = false, finished = false;
   int status = 0;
@@ -251,7 +252,10 @@ worker_session::worker_session(const std::filesystem::path& exe, nlohmann::json 
   // Confined (or not) as confinement.hpp says: prefix, then the wrapper, then the worker.
   std::string role = m->opts.role;
   if (role.empty() && job.is_object() && job.contains("role") && job["role"].is_string()) role = job["role"];
-  auto how = m->opts.confined ? *m->opts.confined : confine_worker(m->opts.problem, role, job_libraries(job));
+  const std::filesystem::path tool = m->opts.wrapper.empty() ? std::string() : m->opts.wrapper.front();
+  auto how = m->opts.confined ? *m->opts.confined
+                              : confine_worker(m->opts.problem, role, job_libraries(job), m->opts.writable, tool);
+  m->unconfined_reason = how.unconfined_reason;
   m->cleanup = std::move(how.cleanup);
   std::vector<std::string> command = std::move(how.prefix);
   const bool confined = !command.empty();
@@ -358,6 +362,8 @@ worker_outcome worker_session::finish() {
   close_fd(m->rep_r);
   auto& out = m->out;
   out.confinement = parse_report(m->report);
+  if (out.confinement.is_null() && !m->unconfined_reason.empty())
+    out.confinement = {{"unconfined", m->unconfined_reason}};
   const int status = m->status;
   out.wall_s = m->elapsed();
   if (WIFSIGNALED(status)) out.signal = WTERMSIG(status);

@@ -51,7 +51,8 @@ struct worker_outcome {
   nlohmann::json last_progress;  // the last "progress" frame: where it was when it ended
   double wall_s = 0;
   /// The first line of the confinement report (report_fd), as JSON: the layers in force.
-  /// Null when the worker was started unconfined or its launcher reported nothing.
+  /// {"unconfined": why} when confinement was turned off (launch::unconfined_reason); null
+  /// when the worker was started unconfined otherwise, or its launcher reported nothing.
   nlohmann::json confinement;
 };
 
@@ -83,6 +84,9 @@ struct worker_options {
   /// "role". The libraries are the job's: "libraries" and each of "subjects".
   const problem::problem* problem = nullptr;
   std::string role;
+  /// Folders the worker may write besides its scratch (a sanitizer's log, a profiler's
+  /// report). The wrapper's program, when there is one, is confine_worker's `tool`.
+  std::vector<std::filesystem::path> writable;
   /// The launch to use instead of asking confine_worker (tests of this plumbing); unset in
   /// every real start.
   std::optional<launch> confined;

@@ -256,6 +256,15 @@ TEST(confinement_hooks, an_unconfined_worker_has_no_report_descriptor_to_forge_o
   EXPECT_TRUE(out.confinement.is_null()) << out.confinement.dump();
 }
 
+TEST(confinement_hooks, confinement_turned_off_is_recorded_with_its_reason) {
+  test::temp_dir d;
+  worker::worker_options o{.timeout_s = 10};
+  o.confined = worker::launch{{}, {}, "KFORGE_SANDBOX=off: confinement turned off for debugging"};
+  const auto out = worker::run_worker(reporting_worker(d), {{"role", "verify"}}, o);
+  EXPECT_EQ(out.end, worker::worker_end::done) << out.detail;
+  EXPECT_EQ(out.confinement, (nlohmann::json{{"unconfined", "KFORGE_SANDBOX=off: confinement turned off for debugging"}}));
+}
+
 TEST(confinement_hooks, a_report_that_is_not_json_is_said_so) {
   test::temp_dir d;
   worker::worker_options o{.timeout_s = 10};
