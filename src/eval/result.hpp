@@ -16,6 +16,7 @@ inline constexpr const char* check_order[] = {
     "build_failed",    // the candidate does not compile
     "load_failed",     // it compiles but cannot be loaded or lacks kf_forward
     "protocol_error",  // something forged or corrupted the worker's result channel
+    "resource_limit",  // a sandbox limit ended it: CPU time, file size, memory, processes/threads
     "crashed",         // the worker died on a signal (segfault, abort, ...)
     "device_error",    // a sticky GPU fault: illegal address, launch failure, device-side assert
     "timeout",         // the watchdog killed it

@@ -17,7 +17,8 @@ device::ceilings measure_ceilings(const std::filesystem::path& worker_exe) {
   auto a = build::compile_nvcc({.source = src, .role = "calibrate"});
   if (!a.ok) KFORGE_THROW(build, "{}: the calibration kernels do not build:\n{}", src.string(), a.diagnostics);
   auto o = run_worker(worker_exe.empty() ? default_worker_exe() : worker_exe,
-                      {{"role", "calibrate"}, {"libraries", {{"calibrate", a.library.string()}}}}, 600);
+                      {{"role", "calibrate"}, {"libraries", {{"calibrate", a.library.string()}}}},
+                      {.timeout_s = 600, .role = "calibrate"});
   for (auto& m : o.messages) {
     if (m.header["type"] == "error") KFORGE_THROW(worker, "calibration failed: {}", m.header.value("message", ""));
     if (m.header["type"] == "calibration") {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <signal.h>
+
 #include <chrono>
 
 namespace kforge::worker {
@@ -21,8 +23,18 @@ std::optional<eval::check_result> process_failure(const worker_outcome& o, const
   }
   if (lp.value("phase", "") == "timing") where = "timing";
   if (lp.value("phase", "") == "workspace") where = "kf_workspace_bytes";
+  // The sandbox's CPU time and file size limits end a worker by signal: named, not "crashed".
+  const bool limit = o.end == worker_end::crashed && (o.signal == SIGXCPU || o.signal == SIGXFSZ);
   switch (o.end) {
-  case worker_end::crashed: c.message = fmt::format("the candidate crashed with {} during {}", o.detail, where); break;
+  case worker_end::crashed:
+    if (limit) {
+      c.name = "resource_limit";
+      c.message = fmt::format("the candidate exceeded the sandbox's {} ({}) during {}",
+                              o.signal == SIGXCPU ? "CPU time limit" : "file size limit", o.detail, where);
+    } else {
+      c.message = fmt::format("the candidate crashed with {} during {}", o.detail, where);
+    }
+    break;
   case worker_end::timeout: c.message = fmt::format("the candidate hung during {}: {}", where, o.detail); break;
   case worker_end::exited_early:
     c.message = fmt::format("the worker exited during {} without a result ({}): the candidate called exit()?", where, o.detail);
@@ -35,8 +47,9 @@ std::optional<eval::check_result> process_failure(const worker_outcome& o, const
 }
 
 std::string with_place(const eval::check_result& c) {
-  if (c.case_name.empty() || c.name == "crashed" || c.name == "timeout" || c.name == "exited_early" ||
-      c.name == "protocol_error")
+  // A process failure's message names its place already.
+  if (c.case_name.empty() || c.detail.contains("how") || c.name == "crashed" || c.name == "timeout" ||
+      c.name == "exited_early" || c.name == "protocol_error")
     return c.message;
   return fmt::format("case '{}' (trial {}{}): {}", c.case_name, c.trial, c.run ? ", repeat call" : "", c.message);
 }
@@ -50,7 +63,7 @@ verify_run verify_candidate(const worker_context& ctx, const std::filesystem::pa
       ctx.exe,
       {{"role", "verify"}, {"problem", ctx.p.dir.string()}, {"device", ctx.device},
        {"libraries", {{"candidate", library.string()}}}, {"trials", trials}, {"canary_seed", canary_seed}},
-      ctx.timeout_s, 64 * 1024, {}, [&](message& m) {
+      {.timeout_s = ctx.timeout_s, .sink = [&](message& m) {
         const std::string type = m.header["type"];
         if (type == "error") {
           eval::check_result c{.name = m.header.value("reason", "load_failed"), .passed = false,
@@ -69,7 +82,7 @@ verify_run verify_candidate(const worker_context& ctx, const std::filesystem::pa
           j.output(m.header["trial"], m.header["run"], m.header["index"], tensor_of(m));
           out.judge_s += std::chrono::duration<double>(clock::now() - t0).count();
         }
-      });
+      }, .problem = &ctx.p});
   return out;
 }
 

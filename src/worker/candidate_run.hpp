@@ -15,7 +15,8 @@
 namespace kforge::worker {
 
 /// A worker that did not end cleanly as one failed check (crashed, timeout, exited_early,
-/// protocol_error), placed at the trial its last "progress" frame named.
+/// protocol_error; resource_limit when SIGXCPU or SIGXFSZ ended it), placed at the trial its
+/// last "progress" frame named.
 /// @return nothing when it ended with its final frame
 [[nodiscard]] std::optional<eval::check_result> process_failure(const worker_outcome& o, const std::string& phase,
                                                                 const nlohmann::json& trials);

@@ -78,6 +78,7 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   // 4. Truth, from processes that never see candidate code (truth.hpp).
   if (torch_warm.valid()) torch_warm.wait();
   auto t = compute_truth(ctx, builds, plan.trials);
+  if (!p.torch) ev.confinement["oracle"] = t.confinement;
   phase_done("oracle_s");
   ev.reference_errors = reference_errors(p, plan.trials, t);
 
@@ -85,6 +86,7 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   judge j(p, plan.trials, plan.recheck_trials, t, rec.checks());
   const auto verify = verify_candidate(ctx, builds.candidate.library, candidate_source, plan.trials, rng(), j, rec.checks());
   ev.worker_output = verify.outcome.output;
+  ev.confinement["verify"] = verify.outcome.confinement;
   phase_done("verify_s", verify.judge_s);
   if (auto f = process_failure(verify.outcome, "a verification call", plan.trials)) rec.check(*f);
   ev.phases["judge_s"] = verify.judge_s;
@@ -114,6 +116,7 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
       ev.sanitize = {{"skipped", why}};
     } else {
       auto s = sanitize_library(p, builds.candidate.library, so);
+      ev.confinement["sanitize"] = s.confinement;
       nlohmann::json names = nlohmann::json::array();
       for (auto& c : s.checks) names.push_back(c.name);
       ev.sanitize = {{"passed", s.passed()}, {"checks", names}};

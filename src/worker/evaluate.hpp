@@ -2,7 +2,9 @@
 // One evaluation of one candidate, end to end: build the reference, the oracle and the
 // candidate; run the oracle worker (reference + float64 oracle, no candidate code); run
 // the verify worker (candidate only); judge every output here, in the parent; if it
-// passed, time candidate and reference interleaved in a third worker.
+// passed, time the candidate (in its own worker) and the reference and baselines (in one
+// that never loads candidate code), interleaved sample by sample. Where each stage lives:
+// plan, build_roles, truth, judge, candidate_run, timing (.hpp beside this one).
 //   worker::evaluate_options o;  o.observer.on_check = [&](auto& c) { db.put_check(...); };
 //   auto ev = worker::evaluate(problem, "my_kernel.cpp", o);
 //   ev.status == "passed" || ev.status == "tolerance" || ...   (see eval/result.hpp check_order)
@@ -80,7 +82,8 @@ struct evaluation {
   std::string worker_output;                          // what the candidate printed, truncated
   std::vector<std::string> review;                    // flags for a person (implausible speedup); not failures
   nlohmann::json sanitize;                            // null: not asked; {"skipped": why} or {"passed", "checks"}
-  /// The confinement each worker ran under, by role ("oracle", "verify", "time", ...): the
+  /// The confinement each worker ran under, by role ("oracle", "verify", "sanitize", "time",
+  /// "time_trusted"; null for a worker started unconfined): the
   /// layers kforge-confine reported in force, or missing with the reason (sandbox/report.hpp).
   nlohmann::json confinement = nlohmann::json::object();
   [[nodiscard]] bool passed() const { return status == "passed"; }

@@ -116,7 +116,10 @@ profile_run profile_candidate(const problem::problem& p, const fs::path& source,
                      {"libraries", {{"candidate", cand.library.string()}}},
                      {"trials", nlohmann::json::array({{{"case", p.cases.front().name}, {"seed", seed}, {"trial", 0}}})}};
   const auto exe = opts.worker_exe.empty() ? default_worker_exe() : opts.worker_exe;
-  auto run = run_worker(exe, job, opts.timeout_s, 64 * 1024, wrapper);
+  auto run = run_worker(exe, job,
+                        {.timeout_s = opts.timeout_s, .wrapper = wrapper, .problem = &p, .role = "profile",
+                         .writable = {dir}});
+  out.confinement = run.confinement;
   std::error_code ec;
   out.log = fs::is_regular_file(log, ec) ? read_file(log) : std::string();
   fs::remove_all(dir, ec);
@@ -180,6 +183,7 @@ nlohmann::json profile_document(const problem::problem& p, const profile_run& ru
     if (!run.sass.empty()) text += "\n" + profile::summarize(run.sass);
   }
   j["text"] = text;
+  j["confinement"] = run.confinement;
   return j;
 }
 

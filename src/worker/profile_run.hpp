@@ -38,6 +38,7 @@ struct profile_run {
   std::string command;                        // the ncu command line
   std::string log;                            // ncu's output (CSV), truncated
   double wall_s = 0;
+  nlohmann::json confinement;                 // what the profiled worker ran under (worker_outcome::confinement)
   [[nodiscard]] bool ok() const { return failure.empty(); }
 };
 

@@ -16,7 +16,7 @@ void send_outputs(channel_writer& ch, const std::vector<eval::host_tensor>& outs
 }
 
 std::size_t workspace_size(const kernel_library& k, eval::tensor_set& ts) {
-  return k.workspace ? k.workspace(&ts.args()) : 0;
+  return k.workspace ? within_limits("kf_workspace_bytes", [&] { return k.workspace(&ts.args()); }) : 0;
 }
 
 std::string returned_message(const kernel_library& k, int rc) {

@@ -24,7 +24,7 @@ int run_profile(channel_writer& ch, const problem::problem& p, const nlohmann::j
     ts.poison(0xFF);
     dev.synchronize();
     if (call == 1) dev.profiler_range(true);
-    const int rc = k.forward(&ts.args());
+    const int rc = within_limits("kf_forward", [&] { return k.forward(&ts.args()); });
     dev.synchronize();
     if (call == 1) dev.profiler_range(false);
     if (rc != 0) {

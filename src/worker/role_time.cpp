@@ -67,9 +67,13 @@ int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json
   const int early_call = rechecks.empty() ? -1 : static_cast<int>(rng() % (warmup + min_samples));
   int candidate_calls = 0, pending = -1;
 
+  // A call into a subject's code: a sandbox limit it hits ends this worker (resource_limit).
+  auto forward = [](const kernel_library& lib, eval::tensor_set& set) {
+    return within_limits("kf_forward", [&] { return lib.forward(&set.args()); });
+  };
   std::vector<eval::timing_subject> ts;
   for (auto& s : subjects) {
-    eval::timing_subject t{s.name, [&s](int r) { return s.lib.forward(&s.sets[r]->args()); },
+    eval::timing_subject t{s.name, [&s, forward](int r) { return forward(s.lib, *s.sets[r]); },
                            [&s](int r) { s.sets[r]->poison(0xFF); }, [&s](int r) { return s.sets[r]->regions(); },
                            rotations, {}};
     if (s.name == "candidate" && !rechecks.empty()) {
@@ -119,7 +123,7 @@ int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json
     set->poison(0xFF);
     if (flush) dev.flush_caches(set->regions());
     int rc = 0;
-    (void)dev.time_call([&] { return cand.lib.forward(&set->args()); }, &rc);
+    (void)dev.time_call([&] { return forward(cand.lib, *set); }, &rc);
     if (rc != 0) {
       ch.send({{"type", "error"}, {"reason", "returned_error"},
                {"message", fmt::format("the candidate returned {} on a re-verified timed call after sampling", rc)}});

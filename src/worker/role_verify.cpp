@@ -33,68 +33,77 @@ int run_verify(channel_writer& ch, const problem::problem& p, const nlohmann::js
   // Workspace poison differs between the two calls on the same inputs, so a candidate
   // that reads workspace it never wrote computes two different answers.
   constexpr std::uint8_t ws_poison[2] = {0xFF, 0x55};
-  for (auto& tj : job["trials"]) {
-    const trial t = trial_of(tj);
-    const auto inputs = eval::make_trial_inputs(p, t.case_name, t.seed, eval::precision::nominal);
-    ts.upload_inputs(inputs);
-    if (!sized) {
-      ch.send({{"type", "progress"}, {"phase", "workspace"}, {"trial", t.index}});
-      ts.set_workspace(workspace_size(k, ts), canary());
-      sized = true;
-    }
-    for (int run = 0; run < 2; ++run) {
-      ts.poison(ws_poison[run]);
-      ch.send({{"type", "progress"}, {"phase", "call"}, {"trial", t.index}, {"run", run}});
-      dev.synchronize(); // the poison is in place before the candidate starts, whatever stream it uses
-      int rc = 0;
-      std::vector<eval::host_tensor> at_return, settled;
-      try {
-        rc = k.forward(&ts.args());
-        // The call's answer is what its outputs hold once its stream is done (on the CPU: at
-        // return). Then the whole device, a pause and the outputs again: work left on
-        // another stream or in a thread that outlives the call changes them in between.
-        dev.synchronize_stream();
-        if (rc == 0) at_return = ts.download_outputs();
-        dev.synchronize();
-        if (rc == 0) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(deferred_wait_ms));
+  int at_trial = -1, at_run = 0; // where a resource_limit_hit happened
+  try {
+    for (auto& tj : job["trials"]) {
+      const trial t = trial_of(tj);
+      at_trial = t.index;
+      at_run = 0;
+      const auto inputs = eval::make_trial_inputs(p, t.case_name, t.seed, eval::precision::nominal);
+      ts.upload_inputs(inputs);
+      if (!sized) {
+        ch.send({{"type", "progress"}, {"phase", "workspace"}, {"trial", t.index}});
+        ts.set_workspace(workspace_size(k, ts), canary());
+        sized = true;
+      }
+      for (int run = 0; run < 2; ++run) {
+        at_run = run;
+        ts.poison(ws_poison[run]);
+        ch.send({{"type", "progress"}, {"phase", "call"}, {"trial", t.index}, {"run", run}});
+        dev.synchronize(); // the poison is in place before the candidate starts, whatever stream it uses
+        int rc = 0;
+        std::vector<eval::host_tensor> at_return, settled;
+        try {
+          rc = within_limits("kf_forward", [&] { return k.forward(&ts.args()); });
+          // The call's answer is what its outputs hold once its stream is done (on the CPU: at
+          // return). Then the whole device, a pause and the outputs again: work left on
+          // another stream or in a thread that outlives the call changes them in between.
+          dev.synchronize_stream();
+          if (rc == 0) at_return = ts.download_outputs();
           dev.synchronize();
-          settled = ts.download_outputs();
+          if (rc == 0) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(deferred_wait_ms));
+            dev.synchronize();
+            settled = ts.download_outputs();
+          }
+        } catch (const device::fault& f) {
+          ch.send({{"type", "check"}, {"name", "device_error"}, {"trial", t.index}, {"run", run}, {"passed", false},
+                   {"message", fmt::format("the candidate faulted the GPU: {}", f.what())}});
+          return 0;
         }
-      } catch (const device::fault& f) {
-        ch.send({{"type", "check"}, {"name", "device_error"}, {"trial", t.index}, {"run", run}, {"passed", false},
-                 {"message", fmt::format("the candidate faulted the GPU: {}", f.what())}});
-        return 0;
+        if (rc != 0) {
+          ch.send({{"type", "check"}, {"name", "returned_error"}, {"trial", t.index}, {"run", run}, {"passed", false},
+                   {"message", returned_message(k, rc)}});
+          return 0;
+        }
+        std::vector<std::string> late;
+        for (std::size_t i = 0; i < at_return.size(); ++i)
+          if (at_return[i].bytes != settled[i].bytes) late.push_back(p.outputs()[i]->name);
+        ch.send({{"type", "check"}, {"name", "deferred_work"}, {"trial", t.index}, {"run", run}, {"passed", late.empty()},
+                 {"message", late.empty() ? ""
+                                          : fmt::format("output '{}' changed after the call's stream was done: work "
+                                                        "outside args->stream, or a thread that outlives the call",
+                                                        late.front())},
+                 {"detail", {{"changed", late}}}});
+        auto guards = ts.check_guards();
+        ch.send({{"type", "check"}, {"name", "guard"}, {"trial", t.index}, {"run", run}, {"passed", guards.empty()},
+                 {"message", guards.empty() ? "" : "out-of-bounds write: " + guards.front()},
+                 {"detail", {{"violations", guards}}}});
+        const auto after = ts.download_inputs();
+        std::vector<std::string> changed;
+        for (std::size_t i = 0; i < after.size(); ++i)
+          if (after[i].bytes != inputs[i].bytes) changed.push_back(p.inputs()[i]->name);
+        ch.send({{"type", "check"}, {"name", "inputs_modified"}, {"trial", t.index}, {"run", run},
+                 {"passed", changed.empty()},
+                 {"message", changed.empty() ? "" : fmt::format("the candidate changed input '{}'", changed.front())},
+                 {"detail", {{"changed", changed}}}});
+        if (!changed.empty()) ts.upload_inputs(inputs); // the repeat must see identical inputs
+        send_outputs(ch, at_return, "candidate", t.index, run);
       }
-      if (rc != 0) {
-        ch.send({{"type", "check"}, {"name", "returned_error"}, {"trial", t.index}, {"run", run}, {"passed", false},
-                 {"message", returned_message(k, rc)}});
-        return 0;
-      }
-      std::vector<std::string> late;
-      for (std::size_t i = 0; i < at_return.size(); ++i)
-        if (at_return[i].bytes != settled[i].bytes) late.push_back(p.outputs()[i]->name);
-      ch.send({{"type", "check"}, {"name", "deferred_work"}, {"trial", t.index}, {"run", run}, {"passed", late.empty()},
-               {"message", late.empty() ? ""
-                                        : fmt::format("output '{}' changed after the call's stream was done: work "
-                                                      "outside args->stream, or a thread that outlives the call",
-                                                      late.front())},
-               {"detail", {{"changed", late}}}});
-      auto guards = ts.check_guards();
-      ch.send({{"type", "check"}, {"name", "guard"}, {"trial", t.index}, {"run", run}, {"passed", guards.empty()},
-               {"message", guards.empty() ? "" : "out-of-bounds write: " + guards.front()},
-               {"detail", {{"violations", guards}}}});
-      const auto after = ts.download_inputs();
-      std::vector<std::string> changed;
-      for (std::size_t i = 0; i < after.size(); ++i)
-        if (after[i].bytes != inputs[i].bytes) changed.push_back(p.inputs()[i]->name);
-      ch.send({{"type", "check"}, {"name", "inputs_modified"}, {"trial", t.index}, {"run", run},
-               {"passed", changed.empty()},
-               {"message", changed.empty() ? "" : fmt::format("the candidate changed input '{}'", changed.front())},
-               {"detail", {{"changed", changed}}}});
-      if (!changed.empty()) ts.upload_inputs(inputs); // the repeat must see identical inputs
-      send_outputs(ch, at_return, "candidate", t.index, run);
     }
+  } catch (const resource_limit_hit& e) {
+    ch.send({{"type", "check"}, {"name", "resource_limit"}, {"trial", at_trial}, {"run", at_run}, {"passed", false},
+             {"message", e.what()}});
   }
   return 0;
 }

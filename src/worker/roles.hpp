@@ -14,11 +14,15 @@
 #include "worker/kernel_library.hpp"
 #include "worker/protocol.hpp"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <istream>
+#include <new>
+#include <stdexcept>
 #include <string>
+#include <system_error>
 #include <vector>
 
 namespace kforge::worker {
@@ -35,7 +39,32 @@ struct trial {
 void send_outputs(channel_writer& ch, const std::vector<eval::host_tensor>& outs, const std::string& subject, int t,
                   int run);
 
+/// A limit of the sandbox that candidate code hit (what() says which), reported as the
+/// check resource_limit: the worker's memory (RLIMIT_DATA, a cgroup), or its processes and
+/// threads (RLIMIT_NPROC, a pids cgroup). CPU time and file size end the worker by signal
+/// instead (SIGXCPU, SIGXFSZ: candidate_run.cpp names those).
+struct resource_limit_hit : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Runs `call`, a call into an implementation (`where`: "kf_forward", "kf_workspace_bytes"),
+/// turning what an exhausted limit throws into resource_limit_hit: std::bad_alloc, and
+/// std::system_error with errc::resource_unavailable_try_again (std::thread, std::async).
+/// Anything else it throws passes through.
+template <class F> auto within_limits(const char* where, F&& call) -> decltype(call()) {
+  try {
+    return call();
+  } catch (const std::bad_alloc& e) {
+    throw resource_limit_hit(fmt::format("memory limit: an allocation failed in {} ({})", where, e.what()));
+  } catch (const std::system_error& e) {
+    if (e.code() != std::errc::resource_unavailable_try_again) throw;
+    throw resource_limit_hit(
+        fmt::format("process/thread limit: a thread or process could not be created in {} ({})", where, e.what()));
+  }
+}
+
 /// The implementation's workspace for the shapes of `ts` (0 when it declares none).
+/// @throws resource_limit_hit (within_limits)
 [[nodiscard]] std::size_t workspace_size(const kernel_library& k, eval::tensor_set& ts);
 
 /// "kf_forward returned 3", with the implementation's own reason when it gives one.

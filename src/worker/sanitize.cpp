@@ -259,7 +259,10 @@ sanitize_result sanitize_library(const problem::problem& p, const fs::path& libr
   const std::string dir = unique_temp_dir();
   for (const auto& tool : opts.tools.empty() ? p.sanitize.tools : opts.tools) {
     const fs::path log = fs::path(dir) / (tool + ".log");
-    auto run = run_worker(exe, job, timeout, 64 * 1024, sanitizer_command(sanitizer, tool, log));
+    auto run = run_worker(exe, job,
+                          {.timeout_s = timeout, .wrapper = sanitizer_command(sanitizer, tool, log), .problem = &p,
+                           .role = "sanitize", .writable = {dir}});
+    out.confinement = run.confinement;
     std::error_code ec;
     const std::string report = fs::is_regular_file(log, ec) ? read_file(log) : std::string();
     auto c = sanitize_check(tool, run, report);

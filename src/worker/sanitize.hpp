@@ -67,6 +67,7 @@ struct sanitize_options {
 struct sanitize_result {
   std::string skipped; // why nothing ran (a CPU problem, no compute-sanitizer); empty when it ran
   std::vector<eval::check_result> checks; // sanitize_<tool>, in the order run
+  nlohmann::json confinement;             // what the last tool's worker ran under (worker_outcome::confinement)
   [[nodiscard]] bool passed() const; // skipped, or every check passed
 };
 

@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "core/fs.hpp"
+#include "worker/confinement.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -67,6 +68,36 @@ void close_fd(int& fd) {
 // get this long, then the parent stops listening.
 constexpr double linger_s = 0.5;
 
+// The shared objects a job loads, for confine_worker.
+std::vector<std::filesystem::path> job_libraries(const nlohmann::json& job) {
+  std::vector<std::filesystem::path> out;
+  if (auto l = job.find("libraries"); l != job.end() && l->is_object())
+    for (auto& [role, path] : l->items())
+      if (path.is_string()) out.emplace_back(path.get<std::string>());
+  if (auto s = job.find("subjects"); s != job.end() && s->is_array())
+    for (auto& subject : *s)
+      if (subject.is_object() && subject.contains("library") && subject["library"].is_string())
+        out.emplace_back(subject["library"].get<std::string>());
+  return out;
+}
+
+// The report's first line as JSON; null when nothing came. A report that is not JSON is
+// said so, never taken for "unconfined".
+nlohmann::json parse_report(const std::string& text) {
+  const std::string line = text.substr(0, text.find('\n'));
+  if (line.empty()) return nullptr;
+  auto j = nlohmann::json::parse(line, nullptr, false);
+  if (j.is_discarded())
+    return {{"error", "the confinement report is not JSON"}, {"text", line.substr(0, 200)}};
+  return j;
+}
+
+// In the child between fork and exec: `from` becomes descriptor `to`, open across exec.
+void move_fd(int from, int to) {
+  if (from == to) ::fcntl(to, F_SETFD, 0);
+  else ::dup2(from, to); // dup2 clears close-on-exec on the copy
+}
+
 } // namespace
 
 struct worker_session::state {
@@ -74,8 +105,11 @@ struct worker_session::state {
   nonce n;
   channel_reader reader;
   pid_t pid = -1;
-  int in_w = -1, res_r = -1, out_r = -1;
-  bool res_open = true, out_open = true;
+  int in_w = -1, res_r = -1, out_r = -1, rep_r = -1;
+  bool res_open = true, out_open = true, rep_open = false;
+  std::string report;                 // what the confined launcher wrote on report_fd
+  std::string unconfined_reason;      // launch::unconfined_reason
+  std::function<void()> cleanup;      // the launch's, once the worker is gone
   bool exited = false, reaped = false, killed = false, timed_out = false, got_done = false, finished = false;
   int status = 0;
   worker_outcome out;
@@ -87,6 +121,11 @@ struct worker_session::state {
   std::exception_ptr sink_error;
 
   explicit state(const nonce& nn, worker_options o) : opts(std::move(o)), n(nn), reader(nn) {}
+  ~state() {
+    if (cleanup) cleanup(); // the worker never started (or was reaped without it)
+  }
+  state(const state&) = delete;
+  state& operator=(const state&) = delete;
 
   [[nodiscard]] double elapsed() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -94,7 +133,7 @@ struct worker_session::state {
   [[nodiscard]] double total_cap_s() const { return opts.timeout_s * total_cap_factor; }
   [[nodiscard]] bool broken() const { return !reader.error().empty() || out.end == worker_end::protocol_error; }
   [[nodiscard]] bool over() const {
-    return killed || broken() || sink_error || (exited && !res_open && !out_open);
+    return killed || broken() || sink_error || (exited && !res_open && !out_open && !rep_open);
   }
 
   // Whatever happened, nothing of the worker's process group survives it.
@@ -107,6 +146,11 @@ struct worker_session::state {
     if (!exited)
       while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
     reaped = true;
+    if (cleanup) {
+      auto c = std::move(cleanup);
+      cleanup = nullptr;
+      c();
+    }
   }
 
   // Takes complete frames out of the reader until one of `wanted` (when given) is found.
@@ -156,12 +200,14 @@ struct worker_session::state {
         return;
       }
       if (!exited && ::waitpid(pid, &status, WNOHANG) == pid) exited = true;
-      if (exited && (res_open || out_open)) {
+      if (exited && (res_open || out_open || rep_open)) {
         if (exited_at < 0) exited_at = elapsed();
         if (elapsed() - exited_at > linger_s) return;
       }
-      pollfd fds[2] = {{res_open ? res_r : -1, POLLIN, 0}, {out_open ? out_r : -1, POLLIN, 0}};
-      int pr = ::poll(fds, 2, static_cast<int>(std::min(left, 0.05) * 1000) + 1);
+      pollfd fds[3] = {{res_open ? res_r : -1, POLLIN, 0},
+                       {out_open ? out_r : -1, POLLIN, 0},
+                       {rep_open ? rep_r : -1, POLLIN, 0}};
+      int pr = ::poll(fds, 3, static_cast<int>(std::min(left, 0.05) * 1000) + 1);
       if (pr < 0 && errno != EINTR) return;
       if (pr <= 0) continue;
       if (fds[0].revents) {
@@ -178,6 +224,13 @@ struct worker_session::state {
         else if (out.output.size() < opts.max_output)
           out.output.append(buf.data(),
                             std::min<std::size_t>(static_cast<std::size_t>(r), opts.max_output - out.output.size()));
+      }
+      if (fds[2].revents) {
+        constexpr std::size_t max_report = 64 * 1024;
+        ssize_t r = ::read(rep_r, buf.data(), buf.size());
+        if (r <= 0) rep_open = false;
+        else if (report.size() < max_report)
+          report.append(buf.data(), std::min<std::size_t>(static_cast<std::size_t>(r), max_report - report.size()));
       }
     }
   }
@@ -196,22 +249,34 @@ worker_session::worker_session(const std::filesystem::path& exe, nlohmann::json 
                  exe.string());
   const nonce n = make_nonce();
   m = std::make_unique<state>(n, std::move(opts));
+  // Confined (or not) as confinement.hpp says: prefix, then the wrapper, then the worker.
+  std::string role = m->opts.role;
+  if (role.empty() && job.is_object() && job.contains("role") && job["role"].is_string()) role = job["role"];
+  const std::filesystem::path tool = m->opts.wrapper.empty() ? std::string() : m->opts.wrapper.front();
+  auto how = m->opts.confined ? *m->opts.confined
+                              : confine_worker(m->opts.problem, role, job_libraries(job), m->opts.writable, tool);
+  m->unconfined_reason = how.unconfined_reason;
+  m->cleanup = std::move(how.cleanup);
+  std::vector<std::string> command = std::move(how.prefix);
+  const bool confined = !command.empty();
+  command.insert(command.end(), m->opts.wrapper.begin(), m->opts.wrapper.end());
   job["nonce"] = nonce_hex(n);
   const std::string job_line = job.dump() + "\n";
 
-  int in_p[2], res_p[2], out_p[2];
-  if (::pipe2(in_p, O_CLOEXEC) || ::pipe2(res_p, O_CLOEXEC) || ::pipe2(out_p, O_CLOEXEC))
+  int in_p[2], res_p[2], out_p[2], rep_p[2] = {-1, -1};
+  if (::pipe2(in_p, O_CLOEXEC) || ::pipe2(res_p, O_CLOEXEC) || ::pipe2(out_p, O_CLOEXEC) ||
+      (confined && ::pipe2(rep_p, O_CLOEXEC)))
     KFORGE_THROW(worker, "pipe: {}", std::strerror(errno));
   // Keep SIGPIPE from killing the parent if the worker dies before reading its stdin.
   ::signal(SIGPIPE, SIG_IGN);
 
   // The argv is built before fork: the child of a threaded parent must not allocate.
-  const auto& wrapper = m->opts.wrapper;
   const std::string path = exe.string();
   std::vector<char*> argv;
-  for (auto& a : wrapper) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(const_cast<char*>(wrapper.empty() ? "kforge-worker" : path.c_str()));
+  for (auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(const_cast<char*>(command.empty() ? "kforge-worker" : path.c_str()));
   argv.push_back(nullptr);
+  const char* program = command.empty() ? path.c_str() : command[0].c_str();
 
   const pid_t parent = ::getpid();
   m->t0 = std::chrono::steady_clock::now();
@@ -221,12 +286,17 @@ worker_session::worker_session(const std::filesystem::path& exe, nlohmann::json 
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL); // never outlive the harness
     if (::getppid() != parent) ::_exit(127);
-    ::dup2(in_p[0], 0);
-    ::dup2(out_p[1], 1);
+    // In this order, each source is copied before a lower target could overwrite it: the
+    // report pipe, made last, has the highest descriptors.
+    move_fd(in_p[0], 0);
+    move_fd(out_p[1], 1);
     ::dup2(out_p[1], 2);
-    ::dup2(res_p[1], result_fd); // dup2 clears close-on-exec on the copy
-    ::syscall(SYS_close_range, result_fd + 1, ~0U, 0);
-    ::execv(wrapper.empty() ? path.c_str() : wrapper[0].c_str(), argv.data());
+    move_fd(res_p[1], result_fd);
+    // Only a confined worker's launcher gets the report descriptor: an unconfined worker
+    // (and the candidate in it) must not be able to write a report of layers in force.
+    if (confined) move_fd(rep_p[1], report_fd);
+    ::syscall(SYS_close_range, (confined ? report_fd : result_fd) + 1, ~0U, 0);
+    ::execv(program, argv.data());
     ::_exit(127);
   }
   ::setpgid(pid, pid); // also from the parent, so the group exists before any kill below
@@ -237,6 +307,11 @@ worker_session::worker_session(const std::filesystem::path& exe, nlohmann::json 
   m->in_w = in_p[1];
   m->res_r = res_p[0];
   m->out_r = out_p[0];
+  if (confined) {
+    ::close(rep_p[1]);
+    m->rep_r = rep_p[0];
+    m->rep_open = true;
+  }
   ::fcntl(m->res_r, F_SETPIPE_SZ, 1 << 20);
   write_all_nointr(m->in_w, job_line);
 }
@@ -250,6 +325,7 @@ worker_session::~worker_session() {
   close_fd(m->in_w);
   close_fd(m->res_r);
   close_fd(m->out_r);
+  close_fd(m->rep_r);
 }
 
 bool worker_session::send(const nlohmann::json& command) {
@@ -283,7 +359,11 @@ worker_outcome worker_session::finish() {
   m->reap();
   close_fd(m->res_r);
   close_fd(m->out_r);
+  close_fd(m->rep_r);
   auto& out = m->out;
+  out.confinement = parse_report(m->report);
+  if (out.confinement.is_null() && !m->unconfined_reason.empty())
+    out.confinement = {{"unconfined", m->unconfined_reason}};
   const int status = m->status;
   out.wall_s = m->elapsed();
   if (WIFSIGNALED(status)) out.signal = WTERMSIG(status);

@@ -11,6 +11,10 @@
 //   auto out = s.finish();                                  // stdin closed, read to the end, classified
 // Protocol: the job is the first line on the worker's stdin (JSON has no raw newlines);
 // each further line is a command; the worker answers on the result channel (protocol.hpp).
+// Every start asks confinement.hpp's confine_worker how to run the worker confined, and
+// runs its argv prefix, then the wrapper, then the worker; a confined worker's launcher
+// reports the layers in force on descriptor 4 (worker_outcome::confinement).
+#include "worker/confinement.hpp"
 #include "worker/protocol.hpp"
 
 #include <sys/types.h>
@@ -23,6 +27,9 @@
 #include <vector>
 
 namespace kforge::worker {
+
+/// Where a confined worker's launcher writes its report: one JSON line (then closes it).
+inline constexpr int report_fd = 4;
 
 enum class worker_end {
   done,           // sent its final frame
@@ -43,6 +50,10 @@ struct worker_outcome {
   std::string output;            // what the worker printed on stdout/stderr, truncated
   nlohmann::json last_progress;  // the last "progress" frame: where it was when it ended
   double wall_s = 0;
+  /// The first line of the confinement report (report_fd), as JSON: the layers in force.
+  /// {"unconfined": why} when confinement was turned off (launch::unconfined_reason); null
+  /// when the worker was started unconfined otherwise, or its launcher reported nothing.
+  nlohmann::json confinement;
 };
 
 /// The kforge-worker executable: $KFORGE_WORKER, else beside the running executable.
@@ -68,6 +79,17 @@ struct worker_options {
   /// `compute-sanitizer --tool memcheck kforge-worker`. Empty: the worker itself.
   std::vector<std::string> wrapper;
   message_sink sink;
+  /// What confine_worker is asked with: the problem (may be null) and the role the worker
+  /// is started as ("sanitize" for a verify job under compute-sanitizer); empty: the job's
+  /// "role". The libraries are the job's: "libraries" and each of "subjects".
+  const problem::problem* problem = nullptr;
+  std::string role;
+  /// Folders the worker may write besides its scratch (a sanitizer's log, a profiler's
+  /// report). The wrapper's program, when there is one, is confine_worker's `tool`.
+  std::vector<std::filesystem::path> writable;
+  /// The launch to use instead of asking confine_worker (tests of this plumbing); unset in
+  /// every real start.
+  std::optional<launch> confined;
 };
 
 /// A running worker the parent talks to. Not copyable; the destructor kills what is left

@@ -104,15 +104,19 @@ std::map<output_key, eval::host_tensor> time_subjects(const worker_context& ctx,
   worker_session cand(
       ctx.exe,
       job("time", {{{"name", "candidate"}, {"library", builds.candidate.library.string()}}}, rechecks),
-      {.timeout_s = step_s, .sink = [&](message& m) {
-         if (m.header["type"] == "output") // a re-verified timed call: "trial" is its place in rechecks
-           timed_out[{m.header["trial"], 0, m.header["index"]}] = tensor_of(m);
-         on_candidate(m);
-       }});
+      {.timeout_s = step_s,
+       .sink =
+           [&](message& m) {
+             if (m.header["type"] == "output") // a re-verified timed call: "trial" is its place in rechecks
+               timed_out[{m.header["trial"], 0, m.header["index"]}] = tensor_of(m);
+             on_candidate(m);
+           },
+       .problem = &p});
   std::optional<worker_session> ref;
   if (!trusted.empty())
     ref.emplace(ctx.exe, job("time_trusted", trusted, nlohmann::json::array()),
-                worker_options{.timeout_s = step_s, .sink = errors_become_checks(" (the reference's worker)")});
+                worker_options{.timeout_s = step_s, .sink = errors_become_checks(" (the reference's worker)"),
+                               .problem = &p});
 
   std::vector<eval::sampler> samplers{remote(cand, "candidate")};
   for (auto& s : trusted) samplers.push_back(remote(*ref, s["name"]));
@@ -137,10 +141,12 @@ std::map<output_key, eval::host_tensor> time_subjects(const worker_context& ctx,
   }
   if (complete) cand.send({{"cmd", "finish"}, {"rechecks", !failed}});
   const auto c_end = cand.finish();
+  rec.ev.confinement["time"] = c_end.confinement;
   if (auto f = process_failure(c_end, "timing", rec.ev.trials)) rec.check(*f);
   if (ref) {
     ref->send({{"cmd", "finish"}});
     const auto r_end = ref->finish();
+    rec.ev.confinement["time_trusted"] = r_end.confinement;
     if (auto f = process_failure(r_end, "timing", rec.ev.trials)) {
       // Not the candidate's code, but its doing as far as anyone can tell: the reference
       // timed in this worker before, and a candidate that slowed or starved it is the likely cause.

@@ -30,11 +30,15 @@ truth compute_truth(const worker_context& ctx, const role_artifacts& builds, con
                        {"libraries", {{"reference", builds.reference.library.string()},
                                       {"oracle", builds.oracle.library.string()}}},
                        {"trials", trials}},
-                      ctx.timeout_s * 4, 64 * 1024, {}, [&](message& m) {
-                        if (m.header["type"] != "output") return;
-                        output_key k{m.header["trial"], 0, m.header["index"]};
-                        (m.header["subject"] == "oracle" ? out.oracle : out.reference)[k] = tensor_of(m);
-                      });
+                      {.timeout_s = ctx.timeout_s * 4,
+                       .sink =
+                           [&](message& m) {
+                             if (m.header["type"] != "output") return;
+                             output_key k{m.header["trial"], 0, m.header["index"]};
+                             (m.header["subject"] == "oracle" ? out.oracle : out.reference)[k] = tensor_of(m);
+                           },
+                       .problem = &p});
+  out.confinement = w.confinement;
   for (auto& m : w.messages)
     if (m.header["type"] == "error")
       KFORGE_THROW(problem, "{}: the reference failed: {}", p.reference.string(), m.header.value("message", ""));

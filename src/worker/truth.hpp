@@ -15,6 +15,7 @@ namespace kforge::worker {
 
 struct truth {
   std::map<output_key, eval::host_tensor> oracle, reference; // run is always 0
+  nlohmann::json confinement; // the oracle worker's (worker_outcome::confinement); null for [torch]
 };
 
 /// @throws kforge::error (problem) when the reference fails on a trial or its worker does

@@ -66,6 +66,14 @@ int worker_process_main() {
     } catch (...) {
     }
     return 1;
+  } catch (const resource_limit_hit& e) {
+    // Candidate code hit a sandbox limit outside a call that reports it in place (timing, profiling).
+    try {
+      ch.send({{"type", "error"}, {"reason", "resource_limit"}, {"message", e.what()}});
+      ch.send({{"type", "done"}});
+    } catch (...) {
+    }
+    return 1;
   } catch (const std::exception& e) {
     try {
       ch.send({{"type", "error"}, {"reason", "worker_error"}, {"message", e.what()}});

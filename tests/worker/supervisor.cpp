@@ -2,6 +2,7 @@
 // classify every one and carry on.
 #include "test_util.hpp"
 #include "worker/protocol.hpp"
+#include "worker/evaluate.hpp"
 #include "worker/supervisor.hpp"
 
 #include <gtest/gtest.h>
@@ -201,4 +202,89 @@ TEST(session, a_worker_that_dies_mid_session_is_classified_by_finish) {
   const auto o = s.finish();
   EXPECT_EQ(o.end, worker::worker_end::crashed);
   EXPECT_EQ(o.signal, 11);
+}
+
+// Confinement hooks: every start runs confine_worker's prefix, then the wrapper, then the
+// worker; the prefix (kforge-confine) reports on descriptor 4, which only it gets.
+namespace {
+// A stand-in worker: reads its job, tries to write a report of its own on descriptor 4
+// (it must not be able to), says done.
+std::filesystem::path reporting_worker(const test::temp_dir& d) {
+  const auto w = d / "rw";
+  test::write(w, "#!/usr/bin/env python3\n"
+                 "import json, os, struct, sys\n"
+                 "job = json.loads(sys.stdin.readline())\n"
+                 "try:\n"
+                 "    os.write(4, b'{\"layers\": \"forged by the worker\"}\\n')\n"
+                 "except OSError:\n"
+                 "    pass\n"
+                 "b = json.dumps({'type': 'done'}).encode()\n"
+                 "os.write(3, b'KFW1' + bytes.fromhex(job['nonce']) + struct.pack('<I', len(b)) + b + struct.pack('<Q', 0))\n");
+  ::chmod(w.c_str(), 0755);
+  return w;
+}
+// A stand-in kforge-confine: records its arguments, reports, closes the report, runs the rest.
+std::filesystem::path launcher(const test::temp_dir& d, const std::string& report) {
+  const auto l = d / "confine";
+  test::write(l, "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$0.argv\"\nprintf '%s\\n' '" + report +
+                     "' >&4\nexec 4>&-\nshift\nexec \"$@\"\n");
+  ::chmod(l.c_str(), 0755);
+  return l;
+}
+} // namespace
+
+TEST(confinement_hooks, the_prefix_runs_first_and_its_report_comes_back) {
+  test::temp_dir d;
+  const auto l = launcher(d, R"({"layers": [{"name": "seccomp", "active": true, "detail": "stand-in"}]})");
+  const auto w = reporting_worker(d);
+  int cleaned = 0;
+  worker::worker_options o{.timeout_s = 10, .wrapper = {"/usr/bin/env"}};
+  o.confined = worker::launch{{l.string(), "--"}, [&] { ++cleaned; }};
+  const auto out = worker::run_worker(w, {{"role", "verify"}}, o);
+  EXPECT_EQ(out.end, worker::worker_end::done) << out.detail << out.output;
+  ASSERT_TRUE(out.confinement.is_object()) << out.confinement.dump();
+  EXPECT_EQ(out.confinement["layers"][0]["name"], "seccomp");
+  EXPECT_EQ(cleaned, 1);
+  // prefix, then the wrapper, then the worker
+  EXPECT_EQ(read_file(d / "confine.argv"), "--\n/usr/bin/env\n" + w.string() + "\n");
+}
+
+TEST(confinement_hooks, an_unconfined_worker_has_no_report_descriptor_to_forge_one_on) {
+  test::temp_dir d;
+  const auto out = worker::run_worker(reporting_worker(d), {{"role", "verify"}}, 10);
+  EXPECT_EQ(out.end, worker::worker_end::done) << out.detail << out.output;
+  EXPECT_TRUE(out.confinement.is_null()) << out.confinement.dump();
+}
+
+TEST(confinement_hooks, confinement_turned_off_is_recorded_with_its_reason) {
+  test::temp_dir d;
+  worker::worker_options o{.timeout_s = 10};
+  o.confined = worker::launch{{}, {}, "KFORGE_SANDBOX=off: confinement turned off for debugging"};
+  const auto out = worker::run_worker(reporting_worker(d), {{"role", "verify"}}, o);
+  EXPECT_EQ(out.end, worker::worker_end::done) << out.detail;
+  EXPECT_EQ(out.confinement, (nlohmann::json{{"unconfined", "KFORGE_SANDBOX=off: confinement turned off for debugging"}}));
+}
+
+TEST(confinement_hooks, a_report_that_is_not_json_is_said_so) {
+  test::temp_dir d;
+  worker::worker_options o{.timeout_s = 10};
+  o.confined = worker::launch{{launcher(d, "all layers in force, trust me").string(), "--"}, {}};
+  const auto out = worker::run_worker(reporting_worker(d), {{"role", "verify"}}, o);
+  EXPECT_EQ(out.end, worker::worker_end::done) << out.detail;
+  ASSERT_TRUE(out.confinement.is_object());
+  EXPECT_TRUE(out.confinement.contains("error")) << out.confinement.dump();
+}
+
+TEST(confinement_hooks, every_worker_of_an_evaluation_is_recorded_by_role) {
+  test::cache_env env;
+  worker::evaluate_options o;
+  o.worker_exe = test::worker_binary();
+  o.trials_per_case = 1;
+  o.time_budget_s = 0.2;
+  const auto p = problem::load(test::problems_dir() / "gelu");
+  const auto ev = worker::evaluate(p, p.reference, o);
+  ASSERT_EQ(ev.status, "passed") << ev.message;
+  for (const char* role : {"oracle", "verify", "time", "time_trusted"})
+    EXPECT_TRUE(ev.confinement.contains(role)) << role << " missing from " << ev.confinement.dump();
+  EXPECT_EQ(worker::to_json(ev, p)["confinement"], ev.confinement);
 }
