@@ -3,13 +3,17 @@
 # calibration, kforge's own evaluation latency, and the GPU problems' seeds.
 # Results go to $OUT (or ./device-out). Knobs: DEVICE_TORCH=1 (bridge tests, DEVICE_PARITY
 # problems), DEVICE_SUITE=1 (bench/kernelbench), SKIP_GPU_TESTS, SKIP_CALIBRATE, SKIP_LATENCY,
-# SKIP_SANITIZE, DEVICE_PROBLEMS/OPTIMIZE/PROFILE/EXTRA/CHECK (see below).
+# SKIP_SANITIZE, DEVICE_PROBLEMS/OPTIMIZE/PROFILE/EXTRA/CHECK (see below). Always: kforge doctor and
+# bench_confine_start (what confinement is in force there, and what it costs per start).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/device-out}
 mkdir -p "$OUT"
 export KFORGE_SOURCE_DIR=$PWD KFORGE_CUOBJDUMP=$PWD/third_party/cudatools/bin/cuobjdump KFORGE_WORKER=$PWD/dist/kforge-worker KFORGE_CACHE=/tmp/kforge-cache KFORGE_DB=$OUT/kforge.db
 nvidia-smi -L
+echo "=== kforge doctor: the confinement layers candidate code runs under here"
+dist/kforge doctor | tee "$OUT/doctor.txt"
+[ -x dist/bench_confine_start ] && { echo "=== bench_confine_start 100"; dist/bench_confine_start 100 | tee "$OUT/bench_confine.txt"; }
 # The GPU machine's torch lives in its own venv, not on PATH's python3.
 [ -z "${KFORGE_PYTHON:-}" ] && [ -x /opt/torch/.venv/bin/python3 ] && export KFORGE_PYTHON=/opt/torch/.venv/bin/python3
 # kforge-nvrtc needs libnvrtc.so.13: found through its RUNPATH where the toolkit sits where it
