@@ -17,6 +17,7 @@
 #include <map>
 #include <mutex>
 #include <regex>
+#include <sstream>
 
 namespace kforge::build {
 namespace {
@@ -163,6 +164,19 @@ artifact cached_compile(const std::string& toolchain, const std::string& exe, st
     std::error_code ec;
     for (auto& e : std::filesystem::directory_iterator(dir, ec))
       if (e.is_regular_file() && is_header(e.path())) inputs.push_back(e.path());
+  }
+  // kforge's own control wrappers (worker/screen.cpp writes them under <cache>/controls/) include
+  // the control and the problem's reference by absolute path: the folders of those files (the
+  // control's own headers, the reference's problem), no others.
+  if (src.parent_path() == cache_root() / "controls") {
+    static const std::regex inc(R"re("(/[^"]+)")re"); // #include "..." and #define KF_REFERENCE_SOURCE "..."
+    std::smatch m;
+    std::istringstream lines(source_text);
+    for (std::string line; std::getline(lines, line);)
+      if (std::regex_search(line, m, inc)) {
+        inputs.push_back(std::filesystem::path(m[1].str()).parent_path());
+        inputs.push_back(std::filesystem::path(m[1].str()).parent_path().parent_path() / "answer_file.h");
+      }
   }
   sandbox::scratch_dir scratch;
   auto r = run_command(confined(argv, inputs, work.dir, scratch, a.confinement), 600, 256 * 1024);

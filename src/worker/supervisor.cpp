@@ -253,8 +253,10 @@ worker_session::worker_session(const std::filesystem::path& exe, nlohmann::json 
   std::string role = m->opts.role;
   if (role.empty() && job.is_object() && job.contains("role") && job["role"].is_string()) role = job["role"];
   const std::filesystem::path tool = m->opts.wrapper.empty() ? std::string() : m->opts.wrapper.front();
+  auto readable = job_libraries(job);
+  readable.push_back(exe); // the worker program itself, wherever it is (a test's, $KFORGE_WORKER)
   auto how = m->opts.confined ? *m->opts.confined
-                              : confine_worker(m->opts.problem, role, job_libraries(job), m->opts.writable, tool);
+                              : confine_worker(m->opts.problem, role, readable, m->opts.writable, tool);
   m->unconfined_reason = how.unconfined_reason;
   m->cleanup = std::move(how.cleanup);
   std::vector<std::string> command = std::move(how.prefix);
