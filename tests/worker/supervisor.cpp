@@ -107,6 +107,10 @@ TEST(supervisor, a_child_holding_the_pipes_does_not_hang_the_parent) {
 }
 
 TEST(supervisor, an_exception_from_the_sink_comes_back_after_the_worker_is_killed) {
+  // A Python stand-in for the worker: run unconfined (its interpreter may live anywhere); this
+  // test is about the sink, not confinement.
+  ::setenv("KFORGE_SANDBOX", "off", 1);
+  struct restore { ~restore() { ::unsetenv("KFORGE_SANDBOX"); } } restore_sandbox;
   test::temp_dir d;
   // A stand-in worker in Python: one well-formed frame with the job's nonce, then it hangs.
   const auto w = d / "w";

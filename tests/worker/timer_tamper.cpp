@@ -23,7 +23,9 @@ TEST(timer_tamper, a_candidate_exporting_clock_gettime_cannot_freeze_the_timer) 
                                       "  t->tv_sec = 0; t->tv_nsec = 0; return 0; }\n"
                                       "extern \"C\" __attribute__((visibility(\"default\"))) int gettimeofday(struct timeval* t, void*) {\n"
                                       "  t->tv_sec = 0; t->tv_usec = 0; return 0; }\n"
-                                      "#include \"" + p.reference.string() + "\"\n");
+                                      "#include \"reference_copy.h\"\n");
+  // A copy beside it: a candidate's compiler reads only its own folder's headers (confinement).
+  test::write(d / "reference_copy.h", read_file(p.reference));
   worker::evaluate_options o;
   o.worker_exe = test::worker_binary();
   o.trials_per_case = 1;
@@ -94,7 +96,9 @@ KF_EXPORT int kf_forward(const kf_args* a) {
 // The candidate, with the reference it includes named.
 std::filesystem::path write_patcher(const test::temp_dir& d, const problem::problem& p) {
   const auto f = d / "patch_reference.cpp";
-  test::write(f, "#define REFERENCE \"" + p.reference.string() + "\"\n" + patching_candidate);
+  // The reference as a header beside it: a candidate's compiler reads only its own folder's headers.
+  test::write(d / "reference_copy.h", read_file(p.reference));
+  test::write(f, std::string("#define REFERENCE \"reference_copy.h\"\n") + patching_candidate);
   return f;
 }
 

@@ -15,8 +15,9 @@ namespace {
 // The reference's own softmax, slowed to `ms` per call.
 std::filesystem::path slow_softmax(const test::temp_dir& d, const std::filesystem::path& reference, int ms) {
   auto f = d / ("slow_" + std::to_string(ms) + ".cpp");
+  test::write(d / "reference_copy.h", read_file(reference)); // beside it: a confined build reads only its own folder
   test::write(f, "#include <kforge/kernel.h>\n#include <chrono>\n#include <thread>\n"
-                 "#define kf_forward reference_forward\n#include \"" + reference.string() + "\"\n#undef kf_forward\n"
+                 "#define kf_forward reference_forward\n#include \"reference_copy.h\"\n#undef kf_forward\n"
                  "KF_EXPORT int kf_forward(const kf_args* a) {\n"
                  "  std::this_thread::sleep_for(std::chrono::milliseconds(" + std::to_string(ms) + "));\n"
                  "  return reference_forward(a);\n}\n");

@@ -6,6 +6,7 @@
 #include "hostile_common.h"
 
 #include <fcntl.h>
+#include <initializer_list>
 #include <unistd.h>
 
 KF_EXPORT int kf_forward(const kf_args* a) {
