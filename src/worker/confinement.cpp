@@ -89,6 +89,9 @@ launch confine_worker(const problem::problem* p, const std::string& role, const 
     pol.read_paths.push_back(p->dir);
     pol.read_paths.push_back(p->toml_path);
   }
+  // kforge's control answers (worker/screen.cpp: the [torch] other_seed control replays a file
+  // from here): answers for other seeds' inputs, never an evaluation's truth.
+  pol.read_paths.push_back(cache_root() / "controls");
   for (auto& l : libraries) { // exactly these files of the build cache
     pol.read_paths.push_back(l);
     if (l.extension() == ".cubin") pol.read_paths.push_back(l.string() + ".launch.json"); // its launch plan
