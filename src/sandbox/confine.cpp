@@ -189,17 +189,34 @@ void kill_the_rest(bool pid_namespace) {
     ::close(status_w);
     run_program(p, argv, inherited, report_fd, ns, std::move(r), self);
   }
-  if (report_fd >= 0) ::close(report_fd);
+  // Where the kernel will not count the sandbox's processes (uid 0), init does, and keeps the
+  // report descriptor to say why it ended them: the program closed its own copy before execve,
+  // so nothing the candidate runs can write there.
+  const bool counting = init_counts_processes(p, ns);
+  if (report_fd >= 0 && !counting) ::close(report_fd);
   int status = 0;
   for (;;) {
     int st = 0;
-    const pid_t w = ::waitpid(-1, &st, __WALL);
+    const pid_t w = ::waitpid(-1, &st, __WALL | (counting ? WNOHANG : 0));
     if (w == prog) {
       status = st;
       break;
     }
     if (w < 0 && errno != EINTR) fail(fmt::format("waitpid: {}", errno_text(errno)));
+    if (w != 0) continue;
+    if (const auto n = tasks_in_sandbox(); n > static_cast<std::size_t>(p.lim.processes)) {
+      ::kill(-1, SIGKILL);
+      const auto why = fmt::format("processes limit: the sandbox held {} processes and threads, over its limit of {}; "
+                                   "all were ended", n, p.lim.processes);
+      std::fprintf(stderr, "kforge-confine: %s\n", why.c_str());
+      if (report_fd >= 0) write_all(report_fd, nlohmann::json{{"ended", why}, {"limit", "processes"}}.dump() + "\n");
+      while (::waitpid(prog, &status, __WALL) < 0 && errno == EINTR) {}
+      break;
+    }
+    const timespec period{0, init_count_period_ms * 1000000L};
+    ::nanosleep(&period, nullptr);
   }
+  if (report_fd >= 0 && counting) ::close(report_fd);
   kill_the_rest(ns.pid);
   write_all(status_w, std::string(reinterpret_cast<const char*>(&status), sizeof status));
   ::_exit(0);

@@ -8,7 +8,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <dirent.h>
+#include <fcntl.h>
+
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <cmath>
 #include <fstream>
 
@@ -43,8 +49,12 @@ void apply_limits(const policy& p, const namespace_state& ns, layer_report& r) {
     // two more, so that `processes` is what the program and its descendants may have.
     const rlim_t n = static_cast<rlim_t>(lim.processes) + (ns.user ? 2 : 0);
     limit(RLIMIT_NPROC, "RLIMIT_NPROC", n, n, fmt::format("processes {} (threads included)", lim.processes));
-    if (ns.host_root)
-      missing.push_back("RLIMIT_NPROC not enforced: the kernel exempts uid 0 (root), in a user namespace too");
+    if (init_counts_processes(p, ns))
+      set.back() += fmt::format(": the kernel exempts uid 0 from RLIMIT_NPROC, so the sandbox's init counts them "
+                                "every {} ms and ends them all past the limit", init_count_period_ms);
+    else if (ns.host_root)
+      missing.push_back("RLIMIT_NPROC not enforced: the kernel exempts uid 0 (root), in a user namespace too, "
+                        "and without a PID namespace nothing counts them");
     else if (!ns.user)
       set.back() += fmt::format(" (counting every process of uid {}: no user namespace)", ::getuid());
   } else {
@@ -63,6 +73,40 @@ void apply_limits(const policy& p, const namespace_state& ns, layer_report& r) {
   for (auto& s : set) d += (d.empty() ? "" : ", ") + s;
   for (auto& s : missing) d += "; " + s;
   l = {"limits", missing.empty(), d};
+}
+
+bool init_counts_processes(const policy& p, const namespace_state& ns) {
+  return ns.host_root && ns.pid && p.lim.processes > 0 && !skipped(p, "limits");
+}
+
+std::size_t tasks_in_sandbox() {
+  std::size_t n = 0;
+  DIR* d = ::opendir("/proc");
+  if (!d) return 0;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9' || std::strcmp(e->d_name, "1") == 0) continue;
+    char path[300];
+    std::snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue; // it ended meanwhile
+    char buf[1024];
+    const ssize_t got = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (got <= 0) continue;
+    buf[got] = 0;
+    // After the command name (which may hold spaces and parentheses): field 3 is the state,
+    // field 20 num_threads.
+    const char* c = std::strrchr(buf, ')');
+    if (!c) continue;
+    int field = 2;
+    for (const char* q = c + 1; *q; ++q)
+      if (*q == ' ' && ++field == 20) {
+        n += static_cast<std::size_t>(std::strtoul(q + 1, nullptr, 10));
+        break;
+      }
+  }
+  ::closedir(d);
+  return n;
 }
 
 void apply_no_new_privs(const policy& p, layer_report& r) {

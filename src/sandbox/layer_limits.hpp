@@ -13,6 +13,17 @@ namespace kforge::sandbox {
 /// for uid 0 (the kernel exempts root, in a user namespace too), and that is said.
 void apply_limits(const policy& p, const namespace_state& ns, layer_report& r);
 
+/// How often init counts the sandbox's processes where it must (init_counts_processes).
+inline constexpr int init_count_period_ms = 5;
+
+/// Whether the sandbox's init must count processes itself: uid 0 is exempt from RLIMIT_NPROC,
+/// and only in a PID namespace does init see exactly the sandbox's processes.
+[[nodiscard]] bool init_counts_processes(const policy& p, const namespace_state& ns);
+
+/// Threads of every process in this PID namespace but pid 1 (the sandbox's init), read from
+/// /proc/<pid>/stat. Called by init, which sees the sandbox's /proc.
+[[nodiscard]] std::size_t tasks_in_sandbox();
+
 /// PR_SET_NO_NEW_PRIVS (unless skipped): no set-uid, set-gid or file capability gains on execve.
 void apply_no_new_privs(const policy& p, layer_report& r);
 

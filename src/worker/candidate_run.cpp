@@ -24,13 +24,17 @@ std::optional<eval::check_result> process_failure(const worker_outcome& o, const
   if (lp.value("phase", "") == "timing") where = "timing";
   if (lp.value("phase", "") == "workspace") where = "kf_workspace_bytes";
   // The sandbox's CPU time and file size limits end a worker by signal: named, not "crashed".
-  const bool limit = o.end == worker_end::crashed && (o.signal == SIGXCPU || o.signal == SIGXFSZ);
+  // So does the sandbox's init where it counts processes itself (uid 0), and it says so.
+  const bool limit = o.end == worker_end::crashed &&
+                     (o.signal == SIGXCPU || o.signal == SIGXFSZ || !o.sandbox_ended.empty());
   switch (o.end) {
   case worker_end::crashed:
     if (limit) {
       c.name = "resource_limit";
-      c.message = fmt::format("the candidate exceeded the sandbox's {} ({}) during {}",
-                              o.signal == SIGXCPU ? "CPU time limit" : "file size limit", o.detail, where);
+      c.message = !o.sandbox_ended.empty()
+                      ? fmt::format("the sandbox ended the candidate during {}: {}", where, o.sandbox_ended)
+                      : fmt::format("the candidate exceeded the sandbox's {} ({}) during {}",
+                                    o.signal == SIGXCPU ? "CPU time limit" : "file size limit", o.detail, where);
     } else {
       c.message = fmt::format("the candidate crashed with {} during {}", o.detail, where);
     }

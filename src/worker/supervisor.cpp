@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <sstream>
 
 namespace kforge::worker {
 
@@ -90,6 +91,19 @@ nlohmann::json parse_report(const std::string& text) {
   if (j.is_discarded())
     return {{"error", "the confinement report is not JSON"}, {"text", line.substr(0, 200)}};
   return j;
+}
+
+// A later report line {"ended": why} from the sandbox's init, which alone holds the report
+// descriptor once the program runs.
+std::string ended_by_sandbox(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  std::getline(in, line); // the layers
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.contains("ended") && j["ended"].is_string()) return j["ended"];
+  }
+  return "";
 }
 
 // In the child between fork and exec: `from` becomes descriptor `to`, open across exec.
@@ -364,6 +378,7 @@ worker_outcome worker_session::finish() {
   close_fd(m->rep_r);
   auto& out = m->out;
   out.confinement = parse_report(m->report);
+  out.sandbox_ended = ended_by_sandbox(m->report);
   if (out.confinement.is_null() && !m->unconfined_reason.empty())
     out.confinement = {{"unconfined", m->unconfined_reason}};
   const int status = m->status;

@@ -54,6 +54,9 @@ struct worker_outcome {
   /// {"unconfined": why} when confinement was turned off (launch::unconfined_reason); null
   /// when the worker was started unconfined otherwise, or its launcher reported nothing.
   nlohmann::json confinement;
+  /// Why the sandbox itself ended the worker, from a later report line of its init (a limit
+  /// the kernel does not enforce there: processes and threads for uid 0); empty otherwise.
+  std::string sandbox_ended;
 };
 
 /// The kforge-worker executable: $KFORGE_WORKER, else beside the running executable.

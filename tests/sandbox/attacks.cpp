@@ -357,10 +357,34 @@ TEST(attack_resources, more_threads_than_the_process_limit_fail) {
   EXPECT_TRUE(ok.exited(0)) << ok.describe();
 }
 
-TEST(attack_resources, as_root_the_report_says_the_process_limit_does_not_hold) {
+TEST(attack_resources, as_root_the_sandboxs_init_ends_more_threads_than_the_limit) {
+  // The kernel exempts uid 0 from RLIMIT_NPROC: init counts the sandbox's tasks instead.
   if (::getuid() != 0) GTEST_SKIP() << "runs only as root";
   test::confined c;
   c.policy.lim.processes = 8;
+  const auto r = run_confined(c.policy, {"hold_threads", "16"});
+  KFORGE_REQUIRE_LAYERS(r, "pid_namespace", "limits");
+  const auto* l = sandbox::find_layer(r.layers, "limits");
+  EXPECT_NE(l->detail.find("init counts them"), std::string::npos) << l->detail;
+  EXPECT_TRUE(r.signaled(SIGKILL)) << r.describe();
+  EXPECT_NE(r.output.find("kforge-confine: processes limit"), std::string::npos) << r.output;
+  // The second report line, from init: why it ended them.
+  const auto second = r.report_text.substr(r.report_text.find('\n') + 1);
+  const auto j = nlohmann::json::parse(second.substr(0, second.find('\n')), nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r.report_text;
+  EXPECT_EQ(j.value("limit", ""), "processes");
+  EXPECT_NE(j.value("ended", "").find("over its limit of 8"), std::string::npos) << j.dump();
+  // Under the limit the program runs to its end.
+  const auto ok = run_confined(c.policy, {"hold_threads", "6"});
+  EXPECT_TRUE(ok.exited(0)) << ok.describe();
+  EXPECT_EQ(ok.report_text.find("\"ended\""), std::string::npos) << ok.report_text;
+}
+
+TEST(attack_resources, as_root_without_a_pid_namespace_the_report_says_the_process_limit_does_not_hold) {
+  if (::getuid() != 0) GTEST_SKIP() << "runs only as root";
+  test::confined c;
+  c.policy.lim.processes = 8;
+  c.policy.skip = {"pid_namespace"};
   const auto r = run_confined(c.policy, {"exit", "0"});
   ASSERT_TRUE(r.has_report) << r.describe();
   const auto* l = sandbox::find_layer(r.layers, "limits");

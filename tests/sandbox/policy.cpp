@@ -120,8 +120,9 @@ TEST(sandbox_launch, confined_argv_wraps_the_program) {
   EXPECT_EQ(std::find(b.begin(), b.end(), "--report-fd"), b.end());
   EXPECT_EQ(b[3], "--");
   ::unsetenv("KFORGE_CONFINE");
+  // Beside this test binary there is none: the one the build tree names is found.
   EXPECT_EQ(sandbox::confine_exe().filename(), "kforge-confine");
-  EXPECT_EQ(sandbox::confine_exe().parent_path(), self_exe().parent_path());
+  EXPECT_TRUE(std::filesystem::exists(sandbox::confine_exe())) << sandbox::confine_exe();
 }
 
 TEST(sandbox_launch, kforge_sandbox_off_is_a_reason_and_nothing_else_is) {

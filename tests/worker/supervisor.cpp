@@ -255,7 +255,10 @@ TEST(confinement_hooks, the_prefix_runs_first_and_its_report_comes_back) {
 
 TEST(confinement_hooks, an_unconfined_worker_has_no_report_descriptor_to_forge_one_on) {
   test::temp_dir d;
-  const auto out = worker::run_worker(reporting_worker(d), {{"role", "verify"}}, 10);
+  // An empty launch: no prefix and no reason (run_worker's default would confine it).
+  worker::worker_options o{.timeout_s = 10};
+  o.confined = worker::launch{};
+  const auto out = worker::run_worker(reporting_worker(d), {{"role", "verify"}}, o);
   EXPECT_EQ(out.end, worker::worker_end::done) << out.detail << out.output;
   EXPECT_TRUE(out.confinement.is_null()) << out.confinement.dump();
 }

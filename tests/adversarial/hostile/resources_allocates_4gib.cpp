@@ -9,9 +9,13 @@
 
 KF_EXPORT int kf_forward(const kf_args* a) {
   constexpr std::size_t bytes = std::size_t{4} << 30;
+  // The pointer escapes through a volatile: otherwise the compiler may drop the new/delete pair
+  // (C++14 lets it) and fold the check to true, and the attack would never ask for memory.
+  static char* volatile escaped = nullptr;
   char* p = new char[bytes];
-  std::memset(p, 1, bytes);
-  const bool worked = p[bytes - 1] == 1;
-  delete[] p;
+  escaped = p;
+  std::memset(escaped, 1, bytes);
+  const bool worked = escaped[bytes - 1] == 1;
+  delete[] escaped;
   return hostile::answer(a, worked);
 }

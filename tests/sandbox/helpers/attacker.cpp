@@ -167,6 +167,7 @@ int threads(int n) {
     }
   }
   std::printf("ok: created %d threads\n", n);
+  std::fflush(stdout);
   return 0;
 }
 
@@ -265,6 +266,11 @@ int main(int argc, char** argv) {
   }
   if (cmd == "alloc" && argc == 3) return allocate(std::strtoull(a, nullptr, 10));
   if (cmd == "threads" && argc == 3) return threads(std::atoi(a));
+  if (cmd == "hold_threads" && argc == 3) { // creates them, then keeps them for a second
+    if (const int rc = threads(std::atoi(a)); rc != 0) return rc;
+    ::sleep(1);
+    return 0;
+  }
   if (cmd == "fsize" && argc == 3) return big_file(std::strtoull(a, nullptr, 10));
   if (cmd == "spin") {
     volatile unsigned long i = 0;
