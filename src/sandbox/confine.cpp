@@ -172,7 +172,7 @@ void kill_the_rest(bool pid_namespace) {
 }
 
 [[noreturn]] void run_init(const policy& p, const std::vector<std::string>& argv,
-                           const std::vector<std::string>& inherited, int report_fd, const namespace_state& ns,
+                           const std::vector<std::string>& inherited, int report_fd, namespace_state ns,
                            layer_report r, int status_w, int outer_pidfd) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (outer_pidfd >= 0) {  // the outer process may have died before PDEATHSIG was set

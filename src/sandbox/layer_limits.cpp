@@ -54,7 +54,7 @@ void apply_limits(const policy& p, const namespace_state& ns, layer_report& r) {
                                 "every {} ms and ends them all past the limit", init_count_period_ms);
     else if (ns.host_root)
       missing.push_back("RLIMIT_NPROC not enforced: the kernel exempts uid 0 (root), in a user namespace too, "
-                        "and without a PID namespace nothing counts them");
+                        "and without a PID namespace and a /proc of its own the sandbox's init cannot count them");
     else if (!ns.user)
       set.back() += fmt::format(" (counting every process of uid {}: no user namespace)", ::getuid());
   } else {
@@ -76,7 +76,8 @@ void apply_limits(const policy& p, const namespace_state& ns, layer_report& r) {
 }
 
 bool init_counts_processes(const policy& p, const namespace_state& ns) {
-  return ns.host_root && ns.pid && p.lim.processes > 0 && !skipped(p, "limits");
+  // Only a /proc of the sandbox's own processes tells init what to count.
+  return ns.host_root && ns.pid && ns.private_proc && p.lim.processes > 0 && !skipped(p, "limits");
 }
 
 std::size_t tasks_in_sandbox() {

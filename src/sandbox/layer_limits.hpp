@@ -17,7 +17,7 @@ void apply_limits(const policy& p, const namespace_state& ns, layer_report& r);
 inline constexpr int init_count_period_ms = 5;
 
 /// Whether the sandbox's init must count processes itself: uid 0 is exempt from RLIMIT_NPROC,
-/// and only in a PID namespace does init see exactly the sandbox's processes.
+/// and only in a PID namespace with its own /proc does init see exactly the sandbox's processes.
 [[nodiscard]] bool init_counts_processes(const policy& p, const namespace_state& ns);
 
 /// Threads of every process in this PID namespace but pid 1 (the sandbox's init), read from

@@ -78,7 +78,7 @@ bool enter_namespaces(const policy& p, namespace_state& ns, layer_report& r, std
   return true;
 }
 
-void setup_mounts(const policy& p, const namespace_state& ns, layer_report& r) {
+void setup_mounts(const policy& p, namespace_state& ns, layer_report& r) {
   auto& mnt = layer_at(r, "mount_namespace");
   auto& pid = layer_at(r, "pid_namespace");
   if (!ns.mount) {
@@ -94,6 +94,7 @@ void setup_mounts(const policy& p, const namespace_state& ns, layer_report& r) {
   if (ns.pid) {
     if (::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0) {
       done.push_back("a /proc of the sandbox's processes only");
+      ns.private_proc = true;
     } else {
       failed.push_back(fmt::format("mount proc on /proc: {} (the host's processes stay listed)", errno_text(errno)));
       pid.detail += "; /proc still lists the host's processes";

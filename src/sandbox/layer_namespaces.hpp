@@ -12,6 +12,7 @@ namespace kforge::sandbox {
 struct namespace_state {
   bool user = false, net = false, mount = false, pid = false;
   bool host_root = false;  // the real uid outside is 0
+  bool private_proc = false; // /proc lists the sandbox's processes only (set by setup_mounts)
 };
 
 /// Unshares, in this order, CLONE_NEWUSER (then maps the caller's own uid and gid, and denies
@@ -24,7 +25,7 @@ struct namespace_state {
 /// Run by the sandbox's init, before it starts the program: makes every mount private, mounts a
 /// fresh /proc (only the sandbox's processes) when in a new PID namespace, and a tmpfs of
 /// lim.scratch_bytes on the scratch directory. Updates mount_namespace and pid_namespace in `r`.
-void setup_mounts(const policy& p, const namespace_state& ns, layer_report& r);
+void setup_mounts(const policy& p, namespace_state& ns, layer_report& r);
 
 /// "Operation not permitted" for errno EPERM: the text reports carry.
 [[nodiscard]] std::string errno_text(int e);

@@ -6,9 +6,13 @@
 #include "sandbox/launch.hpp"
 #include "worker/supervisor.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
+#include <string_view>
 #include <thread>
 
 namespace kforge::worker {
@@ -51,6 +55,24 @@ std::uint64_t tensor_bytes(const problem::problem& p) {
 
 bool is_tool(const std::string& role) { return role == "sanitize" || role == "profile"; }
 
+// KFORGE_TOOL_SANDBOX's layers: "none", or names from sandbox::layer_names() split by commas.
+std::vector<std::string> tool_layers_to_skip(const std::string& value) {
+  std::vector<std::string> out;
+  if (value == "none" || value.empty()) return out;
+  std::string_view rest = value;
+  while (!rest.empty()) {
+    const auto comma = rest.find(',');
+    std::string name(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    const auto& names = sandbox::layer_names();
+    if (std::find(names.begin(), names.end(), name) == names.end())
+      KFORGE_THROW(usage, "KFORGE_TOOL_SANDBOX: '{}' is not a confinement layer (one of: {}), nor 'none'", name,
+                   fmt::join(names, ", "));
+    out.push_back(name);
+  }
+  return out;
+}
+
 } // namespace
 
 sandbox::limits worker_limits(const problem::problem* p, const std::string& role) {
@@ -76,10 +98,16 @@ launch confine_worker(const problem::problem* p, const std::string& role, const 
   if (auto why = sandbox::disabled_reason(); !why.empty()) return {{}, [] {}, why};
   // On the H200 (2026-12-03) compute-sanitizer and ncu saw no CUDA device under kforge-confine,
   // even without the network namespace and seccomp; until what they need is known, their runs
-  // are not confined, and every evaluation's confinement report says so.
-  if (is_tool(role))
-    return {{}, [] {}, fmt::format("{} runs unconfined: compute-sanitizer and ncu found no CUDA device under "
-                                   "kforge-confine on the H200 (to be fixed)", role)};
+  // are not confined unless KFORGE_TOOL_SANDBOX asks (a comma list of layers to skip for them,
+  // "none" for none), and every evaluation's confinement report says which.
+  std::vector<std::string> tool_skip;
+  if (is_tool(role)) {
+    const char* v = std::getenv("KFORGE_TOOL_SANDBOX");
+    if (!v)
+      return {{}, [] {}, fmt::format("{} runs unconfined: compute-sanitizer and ncu found no CUDA device under "
+                                     "kforge-confine on the H200 (to be fixed; KFORGE_TOOL_SANDBOX tries it)", role)};
+    tool_skip = tool_layers_to_skip(v);
+  }
   auto scratch = std::make_shared<sandbox::scratch_dir>();
   sandbox::policy pol;
   pol.read_paths = sandbox::system_read_paths();
@@ -111,6 +139,7 @@ launch confine_worker(const problem::problem* p, const std::string& role, const 
   pol.env = worker_environment();
   pol.lim = worker_limits(p, role);
   pol.profile = is_tool(role) ? sandbox::syscall_profile::tool : sandbox::syscall_profile::worker;
+  pol.skip = tool_skip;
   auto prefix = sandbox::confined_argv(pol, {default_worker_exe().string()}, 4);
   prefix.pop_back(); // the caller puts its wrapper (if any) and the worker after the "--"
   return {std::move(prefix), [scratch]() mutable { scratch.reset(); }, ""};
