@@ -3,7 +3,8 @@
 # calibration, kforge's own evaluation latency, and the GPU problems' seeds.
 # Results go to $OUT (or ./device-out). Knobs: DEVICE_TORCH=1 (bridge tests, DEVICE_PARITY
 # problems), DEVICE_SUITE=1 (bench/kernelbench), SKIP_GPU_TESTS, SKIP_CALIBRATE, SKIP_LATENCY,
-# SKIP_SANITIZE, DEVICE_PROBLEMS/OPTIMIZE/PROFILE/EXTRA/CHECK (see below). Always: kforge doctor and
+# SKIP_SANITIZE, DEVICE_PROBLEMS/OPTIMIZE/PROFILE/EXTRA/CHECK (see below), DEVICE_TOOL_PROBE=1
+# (bench/tool_confinement/probe.sh; KFORGE_TOOL_SANDBOX=none then confines the tools' runs). Always: kforge doctor and
 # bench_confine_start (what confinement is in force there, and what it costs per start).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +23,10 @@ if ! ldd dist/kforge-nvrtc | grep -q "libnvrtc.so.13 => /"; then
   nvrtc_dir=$(dirname "$(find / -name 'libnvrtc.so.13' -not -path '/proc/*' 2>/dev/null | head -1)")
   echo "libnvrtc.so.13 from $nvrtc_dir"
   export LD_LIBRARY_PATH=$nvrtc_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+if [ -n "${DEVICE_TOOL_PROBE:-}" ] && [ -x dist/tool_vecadd ]; then
+  echo "=== what compute-sanitizer and ncu need under kforge-confine (bench/tool_confinement/probe.sh)"
+  bench/tool_confinement/probe.sh dist/kforge-confine dist/tool_vecadd "$OUT" | tee "$OUT/tool_probe.txt" | grep -E " rc=|skip set"
 fi
 if [ -n "${DEVICE_TORCH:-}" ]; then
 echo "=== torch"

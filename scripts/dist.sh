@@ -9,4 +9,8 @@ for b in kforge kforge-worker kforge-confine kforge-nvrtc tests/test_gpu bench/b
   [ -f "build/$b" ] || { echo "dist: build/$b missing (skipped)"; continue; }
   strip -o "dist/$(basename "$b")" "build/$b"
 done
+# The tool-confinement probe's target (bench/tool_confinement/probe.sh), where nvcc is.
+if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
+  "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" -O2 -arch=sm_90 -o dist/tool_vecadd bench/tool_confinement/vecadd.cu
+fi
 ls -la dist

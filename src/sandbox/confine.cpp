@@ -80,8 +80,8 @@ std::vector<std::string> program_env(const policy& p, const std::vector<std::str
   if (!p.scratch.empty() && ::chdir(p.scratch.c_str()) != 0)
     fail(fmt::format("cannot enter the scratch dir {}: {}", p.scratch.string(), errno_text(errno)));
   apply_no_new_privs(p, r);
-  landlock::apply(p, r);
-  seccomp::apply(p, r);
+  landlock::apply(p, ns, r);
+  seccomp::apply(p, ns, r);
   drop_capabilities(r);
 
   std::vector<std::string> absent;

@@ -77,7 +77,7 @@ std::uint64_t fs_rights_of_abi(int abi) {
   return r;
 }
 
-void apply(const policy& p, layer_report& r) {
+void apply(const policy& p, const namespace_state& ns, layer_report& r) {
   auto& lfs = layer_at(r, "landlock_filesystem");
   auto& lnet = layer_at(r, "landlock_network");
   auto& lscope = layer_at(r, "landlock_scope");
@@ -100,9 +100,15 @@ void apply(const policy& p, layer_report& r) {
   }
   ruleset_attr attr{};
   attr.handled_access_fs = want_fs ? fs_rights_of_abi(static_cast<int>(abi)) : 0;
-  if (want_net && abi >= 4) attr.handled_access_net = net_bind_tcp | net_connect_tcp;
+  // A tool talks TCP to its target on the sandbox's own loopback (ports of its choosing): the
+  // network namespace, not Landlock, keeps every other address out.
+  const bool tool_tcp = p.profile == syscall_profile::tool && ns.loopback_up;
+  if (want_net && tool_tcp)
+    lnet.detail = "not applied for the tool (compute-sanitizer, ncu): it talks TCP to its target on the sandbox's own "
+                  "loopback; the network namespace keeps every other address out";
+  else if (want_net && abi >= 4) attr.handled_access_net = net_bind_tcp | net_connect_tcp;
   if (want_scope && abi >= 6) attr.scoped = scope_abstract_unix_socket | scope_signal;
-  if (want_net && abi < 4) lnet.detail = fmt::format("Landlock ABI {}: no TCP rules (needs ABI 4)", abi);
+  if (want_net && !tool_tcp && abi < 4) lnet.detail = fmt::format("Landlock ABI {}: no TCP rules (needs ABI 4)", abi);
   if (want_scope && abi < 6)
     lscope.detail = fmt::format("Landlock ABI {}: no signal or abstract socket scoping (needs ABI 6)", abi);
   if (!attr.handled_access_fs && !attr.handled_access_net && !attr.scoped) return;
@@ -130,6 +136,9 @@ void apply(const policy& p, layer_report& r) {
       allow(rs, path, dir ? device | read_dir : device, handled, c);
     }
     if (!p.scratch.empty()) allow(rs, p.scratch, handled, handled, c);
+    // The tool profile's private /tmp and /dev/shm (tmpfs of the sandbox's own, setup_mounts).
+    if (p.profile == syscall_profile::tool && ns.private_tmp)
+      for (const char* dir : {"/tmp", "/dev/shm"}) allow(rs, dir, handled, handled, c);
     // Other processes' entries stay out of reach through Landlock's ptrace scoping (and, with
     // the sandbox's own /proc, out of sight); CUDA reads /proc/driver/nvidia, /proc/cpuinfo, ...
     allow(rs, "/proc", read_file | read_dir, handled, c);
@@ -151,7 +160,9 @@ void apply(const policy& p, layer_report& r) {
   if (handled) {
     std::string d = fmt::format("ABI {}: read+execute beneath {} read path(s), every right beneath {} write path(s){}, "
                                 "read/write/ioctl on {} device path(s); /proc and /sys read-only{}; nothing else",
-                                abi, p.read_paths.size(), p.write_paths.size(), p.scratch.empty() ? "" : " and scratch",
+                                abi, p.read_paths.size(), p.write_paths.size(),
+                                std::string(p.scratch.empty() ? "" : " and scratch") +
+                                    (p.profile == syscall_profile::tool && ns.private_tmp ? ", the private /tmp and /dev/shm" : ""),
                                 p.device_paths.size(), p.proc_self_write ? " but beneath /proc/self" : "");
     if (!c.absent.empty()) d += "; absent, skipped: " + list(c.absent);
     // A rule that failed grants less, never more: the layer is still in force.

@@ -2,6 +2,7 @@
 // The Landlock layers of kforge-confine (filesystem, TCP, scoping), through the raw system
 // calls: Debian's <linux/landlock.h> stops at ABI 2, so the newer constants are defined here.
 // Only the rights the running kernel's ABI knows are handled. Part of kforge-confine only.
+#include "sandbox/layer_namespaces.hpp"
 #include "sandbox/policy.hpp"
 #include "sandbox/report.hpp"
 
@@ -34,6 +35,6 @@ inline constexpr std::uint64_t scope_abstract_unix_socket = 1ull << 0, scope_sig
 /// sandbox. A path that does not exist is skipped and named in the report.
 /// @pre no_new_privs is set, or the caller has CAP_SYS_ADMIN in its user namespace.
 /// Sets landlock_filesystem, landlock_network and landlock_scope in `r`.
-void apply(const policy& p, layer_report& r);
+void apply(const policy& p, const namespace_state& ns, layer_report& r);
 
 } // namespace kforge::sandbox::landlock

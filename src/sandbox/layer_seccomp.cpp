@@ -36,7 +36,7 @@ struct filter {
 
 } // namespace
 
-void apply(const policy& p, layer_report& r) {
+void apply(const policy& p, const namespace_state& ns, layer_report& r) {
   auto& l = layer_at(r, "seccomp");
   if (skipped(p, "seccomp")) {
     l = {"seccomp", false, "skipped by the policy"};
@@ -70,13 +70,26 @@ void apply(const policy& p, layer_report& r) {
                                                                CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
                                                                0x80 /* CLONE_NEWTIME */})
     f.refuse("clone", EPERM, SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag));
-  // Sockets: AF_UNIX stream and seqpacket only (socketpair stays allowed).
-  f.refuse("socket", EACCES, SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+  // Sockets: AF_UNIX stream and seqpacket only (socketpair stays allowed). A tool talks to its
+  // target: over TCP where the loopback is the sandbox's own, by connect() where no host socket
+  // is left in sight.
+  const bool inet = tool && ns.loopback_up, may_connect = tool && ns.private_tmp;
+  if (inet) {
+    for (scmp_datum_t domain = 0; domain < 64; ++domain)
+      if (domain != AF_UNIX && domain != AF_INET && domain != AF_INET6) f.refuse("socket", EACCES, SCMP_A0(SCMP_CMP_EQ, domain));
+  } else {
+    f.refuse("socket", EACCES, SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+  }
   for (scmp_datum_t type = 0; type < 16; ++type)
     if (type != SOCK_STREAM && type != SOCK_SEQPACKET)  // SOCK_RAW on AF_UNIX is a datagram socket
       f.refuse("socket", EACCES, SCMP_A0(SCMP_CMP_EQ, AF_UNIX), SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, type));
-  f.refuse("connect", EACCES);
-  f.refuse("sendto", EACCES, SCMP_A4(SCMP_CMP_NE, 0));
+  if (inet)
+    for (scmp_datum_t type = 0; type < 16; ++type)
+      if (type != SOCK_STREAM && type != SOCK_DGRAM)  // no raw sockets
+        for (scmp_datum_t domain : {AF_INET, AF_INET6})
+          f.refuse("socket", EACCES, SCMP_A0(SCMP_CMP_EQ, domain), SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, type));
+  if (!may_connect) f.refuse("connect", EACCES);
+  if (!inet) f.refuse("sendto", EACCES, SCMP_A4(SCMP_CMP_NE, 0));
 
   const int rc = seccomp_load(f.ctx);
   if (rc != 0) {
@@ -85,9 +98,13 @@ void apply(const policy& p, layer_report& r) {
   }
   std::string d = fmt::format(
       "profile {}: {} rules; refused: {}process_vm_*, kexec, bpf, keyrings, userfaultfd, io_uring, mounts, "
-      "setns/unshare and new namespaces, modules, clock setting; sockets other than AF_UNIX stream/seqpacket, "
-      "connect, sendto to an address",
-      to_string(p.profile), f.rules, tool ? "" : "ptrace, perf_event_open, ");
+      "setns/unshare and new namespaces, modules, clock setting; {}",
+      to_string(p.profile), f.rules, tool ? "" : "ptrace, perf_event_open, ",
+      inet ? "sockets other than AF_UNIX stream/seqpacket and TCP/UDP (on the sandbox's own loopback); connect "
+             "allowed (the host's sockets hidden)"
+      : may_connect ? "sockets other than AF_UNIX stream/seqpacket, sendto to an address; connect allowed (the "
+                      "host's sockets hidden)"
+                    : "sockets other than AF_UNIX stream/seqpacket, connect, sendto to an address");
   if (!f.failed.empty()) {
     std::string fl;
     for (auto& s : f.failed) fl += (fl.empty() ? "" : ", ") + s;

@@ -83,6 +83,37 @@ int unix_connect(const std::string& path, bool abstract) {
   return 0;
 }
 
+// A listener and a client of its own on 127.0.0.1: what a profiler does with its target.
+int tcp_self() {
+  const int l = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (l < 0) return refused("socket");
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (::bind(l, reinterpret_cast<sockaddr*>(&a), len) != 0 || ::listen(l, 1) != 0) return refused("bind");
+  ::getsockname(l, reinterpret_cast<sockaddr*>(&a), &len);
+  const int c = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (c < 0) return refused("socket");
+  if (::connect(c, reinterpret_cast<sockaddr*>(&a), len) != 0) return refused("connect");
+  std::printf("ok: talked to itself on 127.0.0.1:%d\n", ntohs(a.sin_port));
+  return 0;
+}
+
+// The same through a socket file in `dir`.
+int unix_self(const std::string& dir) {
+  const int l = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  if (l < 0) return refused("socket");
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::snprintf(a.sun_path, sizeof a.sun_path, "%s/kf-self.sock", dir.c_str());
+  if (::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(l, 1) != 0) return refused("bind");
+  const int c = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  if (::connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return refused("connect");
+  std::printf("ok: talked to itself through %s\n", a.sun_path);
+  return 0;
+}
+
 int unix_dgram() {
   const int s = ::socket(AF_UNIX, SOCK_DGRAM, 0);
   if (s < 0) return refused("socket");
@@ -247,6 +278,8 @@ int main(int argc, char** argv) {
   if (cmd == "unix" && argc == 3) return unix_connect(a, false);
   if (cmd == "abstract" && argc == 3) return unix_connect(a, true);
   if (cmd == "unix-dgram") return unix_dgram();
+  if (cmd == "tcp-self") return tcp_self();
+  if (cmd == "unix-self" && argc == 3) return unix_self(a);
   if (cmd == "unix-seqpacket") return unix_seqpacket();
   if (cmd == "mem" && argc == 3) return proc_mem(a);
   if (cmd == "environ" && argc == 3) return proc_environ(a);
