@@ -83,12 +83,7 @@ std::vector<std::string> confined(std::vector<std::string> argv, const std::vect
   pol.read_paths.insert(pol.read_paths.end(), inputs.begin(), inputs.end());
   pol.read_paths.push_back(argv[0]);                                              // kforge-nvrtc lives in the build tree
   pol.read_paths.push_back(std::filesystem::path(argv[0]).parent_path().parent_path()); // a toolkit outside /usr
-  if (const char* ld = std::getenv("LD_LIBRARY_PATH"))
-    for (std::string_view rest = ld; !rest.empty();) {
-      const auto colon = rest.find(':');
-      if (colon != 0) pol.read_paths.emplace_back(std::string(rest.substr(0, colon)));
-      rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
-    }
+  for (auto& d : sandbox::library_path_dirs()) pol.read_paths.push_back(d);
   pol.device_paths = {"/dev/null", "/dev/zero", "/dev/urandom"};
   pol.write_paths = {out_dir};
   pol.scratch = scratch.path();

@@ -2,8 +2,10 @@
 #include "core/error.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
+#include <map>
 
 namespace kforge::cli {
 
@@ -36,6 +38,34 @@ std::string format_seconds(double s) {
 }
 
 namespace {
+// One line on what confined the workers: layers in force of all there are, per role where the
+// roles differ; what is missing, and why, always named.
+std::string confinement_line(const nlohmann::json& by_role) {
+  if (!by_role.is_object() || by_role.empty()) return "";
+  std::map<std::string, std::vector<std::string>> same; // summary -> roles
+  for (auto& [role, c] : by_role.items()) {
+    std::string summary;
+    if (c.contains("unconfined")) {
+      summary = "NOT CONFINED: " + c["unconfined"].get<std::string>();
+    } else if (c.contains("layers") && c["layers"].is_array()) {
+      int on = 0;
+      std::string missing;
+      for (auto& l : c["layers"]) {
+        if (l.value("active", false)) ++on;
+        else missing += fmt::format("; {} missing ({})", l.value("name", "?"), l.value("detail", ""));
+      }
+      summary = fmt::format("{} of {} layers{}", on, c["layers"].size(), missing);
+    } else {
+      summary = "no report: " + c.dump();
+    }
+    same[summary].push_back(role);
+  }
+  std::string s;
+  for (auto& [summary, roles] : same)
+    s += fmt::format("  confined {}  ({})\n", summary, fmt::join(roles, ", "));
+  return s;
+}
+
 std::string timing_line(const eval::timing_summary& t) {
   return fmt::format("{} {}(n={}{})", format_seconds(t.median_s),
                      t.ci_rel >= 0 ? fmt::format("±{:.1f}% ", 100 * t.ci_rel) : std::string(), t.samples,
@@ -107,6 +137,7 @@ std::string format_evaluation(const worker::evaluation& ev, const problem::probl
                        format_seconds(ev.roofline["floor_s"].get<double>()),
                        100 * ev.roofline.value("reference_fraction", 0.0));
   }
+  s += confinement_line(ev.confinement);
   for (auto& r : ev.review) s += fmt::format("  REVIEW   {}\n", r);
   return s;
 }

@@ -3,6 +3,8 @@
 #include "core/error.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 #include <cmath>
 #include <set>
 
@@ -211,6 +213,17 @@ std::vector<fs::path> system_read_paths() {
   return {"/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/opt",
           "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
           "/etc/localtime", "/etc/nsswitch.conf", "/etc/passwd", "/etc/group", "/etc/nvidia"};
+}
+
+std::vector<fs::path> library_path_dirs() {
+  std::vector<fs::path> out;
+  if (const char* ld = std::getenv("LD_LIBRARY_PATH"))
+    for (std::string_view rest = ld; !rest.empty();) {
+      const auto colon = rest.find(':');
+      if (colon != 0) out.emplace_back(std::string(rest.substr(0, colon)));
+      rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
+    }
+  return out;
 }
 
 std::vector<fs::path> default_device_paths() {

@@ -67,6 +67,10 @@ inline const std::vector<std::string>& layer_names() {
 /// or RHEL-like system: /usr, /lib*, /bin, /sbin, /etc/ld.so.*, /etc/alternatives, ... .
 /// Not /etc as a whole (it holds /etc/shadow and keys) nor /home, /root, /tmp.
 [[nodiscard]] std::vector<std::filesystem::path> system_read_paths();
+/// The folders of $LD_LIBRARY_PATH (empty entries skipped): shared libraries the loader of a
+/// confined program may be pointed at outside the system's folders (the GPU machine's libnvrtc,
+/// a CUDA toolkit in /opt).
+[[nodiscard]] std::vector<std::filesystem::path> library_path_dirs();
 /// /dev/null, /dev/zero, /dev/full, /dev/random, /dev/urandom, and the NVIDIA device nodes
 /// present on this machine (/dev/nvidiactl, /dev/nvidia0.., /dev/nvidia-uvm(-tools),
 /// /dev/nvidia-caps): what a worker needs.

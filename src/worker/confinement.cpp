@@ -31,19 +31,6 @@ std::map<std::string, std::string> worker_environment() {
   return env; // HOME and TMPDIR: the scratch (policy.hpp)
 }
 
-// Shared libraries the loader may be pointed at outside the system's folders (the GPU machine's
-// libnvrtc, a CUDA toolkit in /opt).
-std::vector<fs::path> library_path_dirs() {
-  std::vector<fs::path> out;
-  if (const char* ld = std::getenv("LD_LIBRARY_PATH"))
-    for (std::string_view rest = ld; !rest.empty();) {
-      const auto colon = rest.find(':');
-      if (colon != 0) out.emplace_back(std::string(rest.substr(0, colon)));
-      rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
-    }
-  return out;
-}
-
 int cores() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 
 std::uint64_t tensor_bytes(const problem::problem& p) {
@@ -111,7 +98,7 @@ launch confine_worker(const problem::problem* p, const std::string& role, const 
   auto scratch = std::make_shared<sandbox::scratch_dir>();
   sandbox::policy pol;
   pol.read_paths = sandbox::system_read_paths();
-  for (auto& d : library_path_dirs()) pol.read_paths.push_back(d);
+  for (auto& d : sandbox::library_path_dirs()) pol.read_paths.push_back(d);
   pol.read_paths.push_back(default_worker_exe());
   if (p) { // problem.toml and what the worker reads beside it; never the cache or the database
     pol.read_paths.push_back(p->dir);

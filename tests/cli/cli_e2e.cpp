@@ -287,6 +287,16 @@ TEST(cli, the_experiment_log_keeps_hypotheses_predictions_and_what_was_kept) {
   EXPECT_EQ(kforge_run({"--db", db, "eval", problem("gelu"), zeros.string(), "--predict", "fast"}).code, 2);
 }
 
+TEST(cli, eval_says_what_confined_its_workers) {
+  test::temp_dir d;
+  auto r = kforge_run({"--db", (d / "k.db").string(), "eval", problem("gelu"), problem("gelu") + "/seed.cpp", "--no-time",
+                       "--trials", "1"});
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("  confined "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("verify"), std::string::npos) << r.out;
+  EXPECT_TRUE(r.out.find(" layers  (") != std::string::npos || r.out.find("NOT CONFINED") != std::string::npos) << r.out;
+}
+
 TEST(cli, eval_param_picks_a_declared_value_and_refuses_others) {
   test::temp_dir d;
   const auto db = (d / "k.db").string();
