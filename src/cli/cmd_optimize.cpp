@@ -7,16 +7,38 @@
 #include "search/record.hpp"
 #include "search/strategy.hpp"
 
+#include <chrono>
 #include <iostream>
 #include <mutex>
+
+#include <unistd.h>
 
 namespace kforge::cli {
 
 namespace {
 
+// A progress line on a terminal is rewritten in place; any other line first clears it.
+bool g_progress_shown = false;
+
+void clear_progress() {
+  if (!g_progress_shown) return;
+  std::cout << "\r\033[K";
+  g_progress_shown = false;
+}
+
 // One line per round and per new best, for a person watching the terminal.
 void print_event(const nlohmann::json& e) {
   const std::string kind = e.value("event", "");
+  if (kind == "llm_progress") {
+    if (!isatty(STDOUT_FILENO)) return; // a log file gets the rounds, not a ticker
+    std::cout << fmt::format("\r\033[K  llm      {} call{} streaming  {} tokens  {:.1f} tokens/s  {:.0f} s",
+                             e.value("calls", 1), e.value("calls", 1) == 1 ? "" : "s", e.value("tokens", 0),
+                             e.value("tokens_per_s", 0.0), e.value("elapsed_s", 0.0))
+              << std::flush;
+    g_progress_shown = true;
+    return;
+  }
+  clear_progress();
   auto ms = [](const nlohmann::json& v) { return v.is_number() ? format_seconds(v.get<double>()) : std::string("-"); };
   if (kind == "run") {
     std::cout << fmt::format("run {}  {} {} on {} ({} device lane{})\n", e["run"].get<int64_t>(),
@@ -29,7 +51,11 @@ void print_event(const nlohmann::json& e) {
     std::string line = fmt::format("round {:<3} best {}", e.value("round", 0), ms(e.value("best_median_s", nlohmann::json())));
     if (e.contains("speedup")) line += fmt::format("  {:.2f}x ref", e["speedup"].get<double>());
     if (e.contains("roofline_fraction")) line += fmt::format("  {:.0f}% roofline", 100 * e["roofline_fraction"].get<double>());
-    line += fmt::format("  evals {}  tokens {}", e.value("evaluations", 0), e.value("tokens", 0));
+    line += fmt::format("  evals {}  tokens {}{}", e.value("evaluations", 0), e.value("tokens", 0),
+                        e.contains("tokens_estimated_calls")
+                            ? fmt::format(" (estimated for {} calls: no counts from the server)",
+                                          e["tokens_estimated_calls"].get<int64_t>())
+                            : "");
     if (e.value("cost_usd", 0.0) > 0) line += fmt::format("  ${:.3f}", e["cost_usd"].get<double>());
     if (!e.value("note", "").empty()) line += "  (" + e["note"].get<std::string>() + ")";
     std::cout << line << "\n";
@@ -37,6 +63,12 @@ void print_event(const nlohmann::json& e) {
     std::cout << fmt::format("  idea     r{} {}\n", e.value("round", 0), e.value("title", ""));
   } else if (kind == "note") {
     std::cout << "  note     " << e.value("message", "") << "\n";
+  } else if (kind == "warning") {
+    std::cout << "  warning  " << e.value("message", "") << "\n";
+  } else if (kind == "proposal" && e.value("status", "") != "ok") {
+    // Why an answer gave no candidate: a failed call, or no usable code in it.
+    std::cout << fmt::format("  {:<8} {} {}\n", e.value("status", "") == "llm_error" ? "llm" : "answer",
+                             e.value("label", ""), e.value("message", "").substr(0, 300));
   } else if (kind == "sanitize_failed") {
     std::cout << "  rejected " << e.value("message", "") << "\n";
   } else if (kind == "stopped") {
@@ -52,6 +84,7 @@ command_fn add_optimize_command(CLI::App& app, global_options& g) {
   struct opts_t {
     std::string problem, config, strategy;
     std::vector<std::string> llm;
+    std::string base_url;
     search::search_options s;
     std::optional<int64_t> resume;
     std::optional<std::uint64_t> seed;
@@ -61,6 +94,9 @@ command_fn add_optimize_command(CLI::App& app, global_options& g) {
   sub->add_option("--strategy", o->strategy, "tune | refine | branch | evolve (default: branch with an LLM, tune without)")
       ->check(CLI::IsMember({"tune", "refine", "branch", "evolve"}));
   sub->add_option("--llm", o->llm, "Model as provider:model[*weight] (repeatable; replaces kforge.toml's models)");
+  sub->add_option("--base-url", o->base_url,
+                  "Send every model's calls to this server, e.g. http://127.0.0.1:8080/v1 (default: kforge.toml's "
+                  "base_url, else $OPENAI_BASE_URL / $ANTHROPIC_BASE_URL)");
   sub->add_option("--config", o->config, "Configuration file (default: $KFORGE_CONFIG, else ./kforge.toml)");
   sub->add_option("--resume", o->resume, "Continue run RUN from the database, nothing lost or repeated");
   sub->add_option("--seed", o->seed, "The strategy's random seed (default: fresh, then stored with the run)");
@@ -70,7 +106,7 @@ command_fn add_optimize_command(CLI::App& app, global_options& g) {
   sub->add_option("--wall", o->s.max_wall_s, "Budget: wall seconds (0: none)");
   sub->add_option("--target", o->s.target_fraction, "Stop at this fraction of the roofline (needs kforge calibrate)");
   sub->add_option("--patience", o->s.patience, "Stop after this many rounds without gain (default 3)");
-  sub->add_option("--rounds", o->s.max_rounds, "At most this many rounds (default 8)");
+  sub->add_option("--rounds", o->s.max_rounds, "At most this many LLM rounds, not counting the seed's round 0 (default 8)");
   sub->add_option("--tune-method", o->s.tune_method, "grid | random | model | auto")
       ->check(CLI::IsMember({"grid", "random", "model", "auto"}));
   sub->add_option("--tune-budget", o->s.tune_budget, "Evaluations to tune each LLM candidate that declares parameters");
@@ -93,7 +129,14 @@ command_fn add_optimize_command(CLI::App& app, global_options& g) {
     if (o->seed) s.seed = *o->seed;
 
     // The LLM, when configured: kforge.toml's [llm] and/or --llm.
-    const auto cfg = llm::find_llm_config(o->config, o->llm);
+    auto cfg = llm::find_llm_config(o->config, o->llm);
+    if (!o->base_url.empty()) {
+      if (!cfg)
+        KFORGE_THROW(usage, "--base-url {} needs a model to ask there: add --llm openai:MODEL (the name the server "
+                     "serves; `kforge llm ping --base-url {} --llm openai:MODEL` checks it)",
+                     o->base_url, o->base_url);
+      cfg->base_url = llm::checked_base_url(o->base_url, "--base-url");
+    }
     if (cfg) search::protect_llm_keys(*cfg); // their values never reach the record
     const bool have_llm = cfg.has_value();
     if (o->resume) {
@@ -111,11 +154,28 @@ command_fn add_optimize_command(CLI::App& app, global_options& g) {
       for (auto& m : cfg->models) s.llm.push_back(m.spec);
 
     std::mutex out_mu;
+    std::chrono::steady_clock::time_point last_json_progress{};
     auto sink = [&](const nlohmann::json& e) {
       std::lock_guard lock(out_mu);
-      if (g.json) std::cout << e.dump() << "\n" << std::flush;
-      else print_event(e);
+      if (g.json) {
+        // An agent polling the stream wants a sign of life, not a ticker: one every 10 s.
+        if (e.value("event", "") == "llm_progress") {
+          const auto now = std::chrono::steady_clock::now();
+          if (now - last_json_progress < std::chrono::seconds(10)) return;
+          last_json_progress = now;
+        }
+        std::cout << e.dump() << "\n" << std::flush;
+      } else {
+        print_event(e);
+      }
     };
+    // Warnings from the LLM layer (a server that cuts streams under load) join the events.
+    llm::set_warning_sink([&](const std::string& m) {
+      sink({{"schema", "kforge.optimize-event/1"}, {"event", "warning"}, {"message", m}});
+    });
+    struct unhook {
+      ~unhook() { llm::set_warning_sink({}); }
+    } unhook_;
     std::shared_ptr<search::llm_gateway> gateway;
     if (have_llm) {
       llm::budget b = cfg->budget;

@@ -1,6 +1,7 @@
 // kforge: find faster kernels and prove they are right.
 #include "cli/commands.hpp"
 #include "core/error.hpp"
+#include "llm/message.hpp"
 
 #include <cstdlib>
 #include <iostream>
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
   reg(add_suite_command);
   reg(add_import_command);
   reg(add_doctor_command);
+  reg(add_llm_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -54,6 +56,9 @@ int main(int argc, char** argv) {
   } catch (const kforge::error& e) {
     std::cerr << "kforge: " << e.what() << "\n";
     return e.kind() == kforge::error_kind::internal ? exit_internal : exit_usage;
+  } catch (const kforge::llm::error& e) { // a key, URL or model to fix: the message says which
+    std::cerr << "kforge: " << e.what() << "\n";
+    return exit_usage;
   } catch (const std::exception& e) {
     std::cerr << "kforge: internal error: " << e.what() << "\n";
     return exit_internal;

@@ -95,8 +95,10 @@ private:
           const std::string t = str_at(*d, "text");
           if (!t.empty()) {
             out.text += t;
-            delivered = true;
-            if (on_delta) on_delta(t);
+            if (on_delta) { // text a caller has seen: a retry would show it twice
+              delivered = true;
+              on_delta(t);
+            }
           }
         }
       } else if (type == "message_delta") {
@@ -113,11 +115,12 @@ private:
       h.on_body = [&](std::string_view chunk) { parser.feed(chunk, on_event); };
     }
 
-    const http_response r = post(h, delivered);
+    const http_response r = post(h, delivered, &out.text);
     if (req.stream) {
       if (!done)
-        throw error(error_kind::malformed,
-                    "anthropic: the stream ended without message_stop; the answer is truncated", !delivered);
+        throw error(error_kind::truncated,
+                    "anthropic: the stream ended without message_stop; the answer is truncated", false)
+            .with_partial_text(out.text);
       return out;
     }
     const auto j = nlohmann::json::parse(r.body, nullptr, false);

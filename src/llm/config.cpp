@@ -166,7 +166,9 @@ public:
 
   model_entry model(const toml::node& n, const std::string& key) const {
     const toml::table& t = table(n, key, "{ spec = \"anthropic:claude-sonnet-4-5\", weight = 1 }");
-    check_keys(t, key, {"spec", "weight", "base_url", "key_env", "max_tokens", "temperature"});
+    check_keys(t, key,
+               {"spec", "weight", "base_url", "key_env", "max_tokens", "temperature", "max_concurrency", "timeout_s",
+                "idle_timeout_s"});
     model_entry e;
     const auto spec = string(t, key, "spec");
     if (!spec) fail(t.source(), sub(key, "spec"), "required key is missing (e.g. spec = \"openai:gpt-5-mini\")");
@@ -189,6 +191,9 @@ public:
     }
     if (auto m = integer(t, key, "max_tokens", 1, INT32_MAX)) e.max_tokens = static_cast<int>(*m);
     e.temperature = number_in(t, key, "temperature", 0, false, 2);
+    if (auto v = integer(t, key, "max_concurrency", 1, 4096)) e.max_concurrency = static_cast<int>(*v);
+    e.timeout_s = number_in(t, key, "timeout_s", 0, true);
+    e.idle_timeout_s = number_in(t, key, "idle_timeout_s", 0, true);
     return e;
   }
 
@@ -224,13 +229,14 @@ public:
     const std::string key = "llm";
     const toml::table& t = table(*llm_node, key, "[llm]");
     check_keys(t, key,
-               {"max_tokens", "temperature", "stream", "max_concurrency", "timeout_s", "models", "roles", "prices",
-                "budget"});
+               {"max_tokens", "temperature", "stream", "max_concurrency", "timeout_s", "idle_timeout_s", "models",
+                "roles", "prices", "budget"});
     if (auto v = integer(t, key, "max_tokens", 1, INT32_MAX)) cfg.max_tokens = static_cast<int>(*v);
     cfg.temperature = number_in(t, key, "temperature", 0, false, 2);
     if (auto v = boolean(t, key, "stream")) cfg.stream = *v;
     if (auto v = integer(t, key, "max_concurrency", 1, 4096)) cfg.max_concurrency = static_cast<int>(*v);
-    if (auto v = number_in(t, key, "timeout_s", 0, true)) cfg.timeout_s = *v;
+    cfg.timeout_s = number_in(t, key, "timeout_s", 0, true);
+    if (auto v = number_in(t, key, "idle_timeout_s", 0, true)) cfg.idle_timeout_s = *v;
     if (const toml::node* m = t.get("models")) cfg.models = models(*m, sub(key, "models"));
 
     if (const toml::node* r = t.get("roles")) {
@@ -363,17 +369,57 @@ void require_models(const llm_config& cfg) {
                bare.size() == 1 ? "its" : "their");
 }
 
+std::string checked_base_url(const std::string& url, std::string_view where) {
+  if (!url.starts_with("http://") && !url.starts_with("https://"))
+    KFORGE_THROW(usage, "{}: must be an http:// or https:// URL, e.g. http://127.0.0.1:8080/v1, got '{}'", where, url);
+  return url;
+}
+
+std::string base_url_for(const model_entry& e, const llm_config& cfg) {
+  if (!cfg.base_url.empty()) return cfg.base_url;
+  if (!e.base_url.empty()) return e.base_url;
+  const char* var = e.spec.starts_with("openai:")      ? "OPENAI_BASE_URL"
+                    : e.spec.starts_with("anthropic:") ? "ANTHROPIC_BASE_URL"
+                                                       : nullptr;
+  if (const char* v = var ? std::getenv(var) : nullptr; v && *v) return v;
+  return "";
+}
+
+bool is_loopback_url(std::string_view url) {
+  const auto scheme = url.find("://");
+  if (scheme == std::string_view::npos) return false;
+  std::string_view host = url.substr(scheme + 3);
+  host = host.substr(0, host.find('/'));
+  if (const auto at = host.rfind('@'); at != std::string_view::npos) host = host.substr(at + 1);
+  if (host.starts_with("[")) host = host.substr(1, host.find(']') - 1);
+  else host = host.substr(0, host.find(':'));
+  return host == "localhost" || host.starts_with("127.") || host == "::1" || host == "0.0.0.0";
+}
+
+namespace {
+std::chrono::milliseconds ms_of(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(seconds * 1000)));
+}
+} // namespace
+
 provider_options options_for(const model_entry& e, const llm_config& cfg) {
   provider_options o;
-  o.base_url = e.base_url;
+  o.base_url = base_url_for(e, cfg);
   o.key_env = e.key_env;
-  o.max_concurrency = cfg.max_concurrency;
-  o.total_timeout = std::chrono::milliseconds(static_cast<int64_t>(std::llround(cfg.timeout_s * 1000)));
+  const bool local = is_loopback_url(o.base_url);
+  o.max_concurrency = e.max_concurrency.value_or(
+      cfg.max_concurrency.value_or(local ? k_max_concurrency_local : k_max_concurrency_hosted));
+  // Streamed calls end on silence, not on length: a slow local model may stream for many
+  // minutes, and a total limit would throw away an answer that was still arriving.
+  const std::optional<double> total = e.timeout_s ? e.timeout_s : cfg.timeout_s;
+  o.total_timeout = total ? ms_of(*total) : cfg.stream ? std::chrono::milliseconds(0) : ms_of(k_timeout_s_unstreamed);
+  o.stream_idle_timeout = ms_of(e.idle_timeout_s.value_or(cfg.idle_timeout_s));
   return o;
 }
 
 request with_defaults(request r, const model_entry& e, const llm_config& cfg) {
-  r.max_tokens = e.max_tokens.value_or(cfg.max_tokens);
+  r.max_tokens = e.max_tokens.value_or(
+      cfg.max_tokens.value_or(is_loopback_url(base_url_for(e, cfg)) ? k_max_tokens_local : k_max_tokens_hosted));
   if (e.temperature) r.temperature = e.temperature;
   else if (cfg.temperature) r.temperature = cfg.temperature;
   r.stream = cfg.stream;

@@ -22,6 +22,8 @@
 // > 0 (default 1): --llm 'anthropic:claude-sonnet-4-5*3' --llm openai:gpt-5-mini picks
 // Claude 3 times in 4. (Quote it: * is a shell glob character.) A spec also listed in
 // kforge.toml keeps that entry's base_url, key_env, max_tokens and temperature.
+// --base-url URL points every model at one server (a local one, usually); without it,
+// $OPENAI_BASE_URL / $ANTHROPIC_BASE_URL serve entries that set no base_url.
 #include "llm/provider.hpp"
 #include "llm/usage.hpp"
 
@@ -51,15 +53,28 @@ struct model_entry {
   std::string key_env;       // empty: OPENAI_API_KEY / ANTHROPIC_API_KEY
   std::optional<int> max_tokens;     // empty: llm_config::max_tokens
   std::optional<double> temperature; // empty: llm_config::temperature
+  std::optional<int> max_concurrency;   // empty: llm_config::max_concurrency
+  std::optional<double> timeout_s;      // empty: llm_config::timeout_s
+  std::optional<double> idle_timeout_s; // empty: llm_config::idle_timeout_s
 };
 
+// Defaults that suit the endpoint: a server on this machine (loopback base URL: llama.cpp,
+// vLLM, Ollama) is slow and serves few streams at once; a hosted API is fast and parallel.
+inline constexpr int k_max_tokens_hosted = 8192, k_max_tokens_local = 4096;
+inline constexpr int k_max_concurrency_hosted = 8, k_max_concurrency_local = 1;
+inline constexpr double k_idle_timeout_s = 120;       // no byte for this long ends a streamed attempt
+inline constexpr double k_timeout_s_unstreamed = 600; // a non-streamed answer is silent until done
+
 struct llm_config {
-  // Defaults for every call.
-  int max_tokens = 8192;
+  // Defaults for every call; empty: the endpoint's default above.
+  std::optional<int> max_tokens;
   std::optional<double> temperature; // empty: the provider's default
   bool stream = true;
-  int max_concurrency = 8; // calls in flight per endpoint (base URL)
-  double timeout_s = 600;  // whole-call limit, per attempt
+  std::optional<int> max_concurrency; // calls in flight per endpoint (base URL)
+  std::optional<double> timeout_s;    // whole-attempt limit; empty: none when streamed (idle_timeout_s
+                                      // decides), k_timeout_s_unstreamed otherwise
+  double idle_timeout_s = k_idle_timeout_s;
+  std::string base_url; // --base-url: every model's endpoint (beats the entries' and the environment's)
   std::vector<model_entry> models;                          // default ensemble
   std::map<std::string, std::vector<model_entry>> roles;   // role -> its own ensemble
   std::map<std::string, price> prices;                      // spec -> USD per Mtok
@@ -91,8 +106,18 @@ void apply_cli_models(llm_config& cfg, const std::vector<std::string>& specs);
 /// @throws kforge::error (usage) "no LLM configured: ..." when some role would have no model.
 void require_models(const llm_config& cfg);
 
-/// What make_provider gets for an entry: its base_url and key_env, the config's
-/// max_concurrency, and timeout_s as the total timeout.
+/// `url` when it is an http:// or https:// URL. @throws kforge::error (usage) naming `where`.
+[[nodiscard]] std::string checked_base_url(const std::string& url, std::string_view where);
+
+/// The base URL an entry's calls go to: --base-url, else the entry's, else $OPENAI_BASE_URL /
+/// $ANTHROPIC_BASE_URL for its scheme, else "" (the provider's own API).
+[[nodiscard]] std::string base_url_for(const model_entry& e, const llm_config& cfg);
+
+/// Whether a base URL names this machine (localhost, 127.0.0.0/8, [::1], 0.0.0.0).
+[[nodiscard]] bool is_loopback_url(std::string_view url);
+
+/// What make_provider gets for an entry: base URL (base_url_for), key_env, and the entry's
+/// concurrency and timeouts, else the config's, else the endpoint's defaults.
 [[nodiscard]] provider_options options_for(const model_entry& e, const llm_config& cfg);
 
 /// `r` with max_tokens and stream set from the entry and the config, and temperature when

@@ -128,6 +128,11 @@ http_response http_post(const http_request& req) {
                 "http: " + req.url + ": timed out (" + curl_easy_strerror(rc) +
                     "); raise the timeout or check the server",
                 true);
+  if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST || rc == CURLE_COULDNT_RESOLVE_PROXY)
+    throw error(error_kind::unreachable,
+                "http: " + req.url + ": " + curl_easy_strerror(rc) +
+                    "; is the server running, and is the base URL right (host, port, /v1)?",
+                true); // a server still starting: the retries' few attempts
   if (rc != CURLE_OK)
     throw error(error_kind::network,
                 "http: " + req.url + ": " + curl_easy_strerror(rc) +

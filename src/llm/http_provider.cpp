@@ -18,7 +18,7 @@ http_provider::http_provider(std::string scheme, std::string model, const provid
   if (m_key.empty() && !m_custom_base)
     throw error(error_kind::auth, m_scheme + ": $" + m_key_env +
                                       " is not set; export your API key there (or name another "
-                                      "variable, or point base_url at a local server)");
+                                      "variable with key_env, or point --base-url / base_url at a local server)");
   m_slots = endpoint_slots(m_base_url, opts.max_concurrency);
 }
 
@@ -31,27 +31,50 @@ response http_provider::complete(const request& req, const text_callback& on_tex
         return attempt(r, on_text_delta);
       } catch (const nlohmann::json::exception& e) { // a field of an unexpected type
         throw error(error_kind::malformed, m_scheme + ": unexpected response shape (" + e.what() + ")");
+      } catch (const error& e) {
+        if (e.kind() == error_kind::truncated) learn_from_cut_stream();
+        throw;
       }
     });
   } catch (const error& e) {
     // The one place every error leaves a provider: servers echo keys back, URLs may hold them.
-    throw error(e.kind(), redact(e.what(), m_key), e.retryable(), e.http_status(), e.retry_after());
+    throw error(e.kind(), redact(e.what(), m_key), e.retryable(), e.http_status(), e.retry_after())
+        .with_partial_text(redact(e.partial_text(), m_key));
   }
 }
 
-http_response http_provider::post(const http_request& h, const bool& delivered) const {
+void http_provider::learn_from_cut_stream() {
+  // Called with this call's slot still held. A stream cut while others ran beside it is
+  // what llama.cpp-style servers do when a new request arrives: send fewer at once.
+  const int busy = m_slots->in_flight();
+  if (busy <= 1) return;
+  const int before = m_slots->limit();
+  if (m_slots->lower_to(busy - 1))
+    warn(m_base_url + " cut a streamed answer short while " + std::to_string(busy) +
+         " calls ran at once; kforge now sends it at most " + std::to_string(std::min(before, busy - 1)) +
+         " at a time (set max_concurrency for this model in kforge.toml to choose)");
+}
+
+http_response http_provider::post(const http_request& h, const bool& delivered, const std::string* partial) const {
   http_response r;
   try {
     r = http_post(h);
   } catch (const error& e) {
-    if (!delivered) throw;
-    throw error(e.kind(), std::string(e.what()) + " (after part of the answer was streamed; not retried)", false,
-                e.http_status(), e.retry_after());
+    const std::string so_far = partial ? *partial : std::string();
+    if (!delivered && so_far.empty()) throw;
+    // Part of an answer arrived: the caller records it before any new attempt (search's
+    // gateway retries, as a call of its own), and no caller sees the same text twice.
+    throw error(e.kind(), std::string(e.what()) + " (after part of the answer had arrived)", false,
+                e.http_status(), e.retry_after())
+        .with_partial_text(so_far);
   }
   if (r.status < 200 || r.status >= 300) {
     std::string message, type;
     parse_error_body(r.body, message, type);
-    throw http_error(m_scheme, static_cast<int>(r.status), r.headers, message, type, m_key_env);
+    const error e = http_error(m_scheme, static_cast<int>(r.status), r.headers, message, type, m_key_env);
+    // Which URL answered: a 404 is most often a base URL without /v1.
+    throw error(e.kind(), std::string(e.what()) + " (POST " + h.url + ")", e.retryable(), e.http_status(),
+                e.retry_after());
   }
   return r;
 }

@@ -24,8 +24,12 @@ protected:
   virtual response attempt(const request& req, const text_callback& on_text_delta) = 0;
   /// Sends h. A failure once `delivered` (text already streamed to the caller) is turned
   /// non-retryable, so no caller sees the same text twice; a non-2xx status becomes the
-  /// provider's http_error.
-  [[nodiscard]] http_response post(const http_request& h, const bool& delivered) const;
+  /// provider's http_error. A failure carries `*partial` (what streamed so far), if any.
+  [[nodiscard]] http_response post(const http_request& h, const bool& delivered,
+                                   const std::string* partial = nullptr) const;
+
+  /// A truncated stream while other calls ran on this endpoint lowers its concurrency.
+  void learn_from_cut_stream();
 
   std::string m_scheme, m_model, m_base_url, m_key_env, m_key;
   bool m_custom_base = false; // base URL overridden (vLLM, llama.cpp, Ollama, OpenRouter...)

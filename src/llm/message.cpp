@@ -5,12 +5,14 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <iostream>
+#include <mutex>
 #include <utility>
 
 namespace kforge::llm {
 
 namespace {
-constexpr std::array<std::pair<error_kind, std::string_view>, 9> k_kind_names{{
+constexpr std::array<std::pair<error_kind, std::string_view>, 11> k_kind_names{{
     {error_kind::auth, "auth"},
     {error_kind::rate_limit, "rate_limit"},
     {error_kind::overloaded, "overloaded"},
@@ -20,8 +22,19 @@ constexpr std::array<std::pair<error_kind, std::string_view>, 9> k_kind_names{{
     {error_kind::network, "network"},
     {error_kind::malformed, "malformed"},
     {error_kind::budget, "budget"},
+    {error_kind::unreachable, "unreachable"},
+    {error_kind::truncated, "truncated"},
 }};
 } // namespace
+
+bool ends_the_run(const error& e) {
+  switch (e.kind()) {
+  case error_kind::auth:
+  case error_kind::unreachable: return true;
+  case error_kind::bad_request: return e.http_status() == 404; // no such model, or a base URL without /v1
+  default: return false;
+  }
+}
 
 std::string_view error_kind_name(error_kind k) {
   for (const auto& [kind, name] : k_kind_names)
@@ -33,6 +46,22 @@ std::optional<error_kind> error_kind_from_name(std::string_view name) {
   for (const auto& [kind, n] : k_kind_names)
     if (n == name) return kind;
   return std::nullopt;
+}
+
+namespace {
+std::mutex g_warn_mu;
+std::function<void(const std::string&)> g_warn_sink;
+} // namespace
+
+void warn(const std::string& message) {
+  std::lock_guard lock(g_warn_mu);
+  if (g_warn_sink) g_warn_sink(message);
+  else std::cerr << "kforge: warning: " << message << "\n";
+}
+
+void set_warning_sink(std::function<void(const std::string&)> sink) {
+  std::lock_guard lock(g_warn_mu);
+  g_warn_sink = std::move(sink);
 }
 
 std::string redact(std::string text, std::string_view secret) {

@@ -5,6 +5,7 @@
 //   llm::request r{.model = "gpt-4o-mini", .system = "Be terse.", .messages = {{llm::role::user, "Hi"}}};
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -45,6 +46,9 @@ struct usage {
   int64_t output_tokens = 0;        // includes reasoning tokens
   int64_t cached_input_tokens = 0;  // of input_tokens, read from the prompt cache
   int64_t cache_write_tokens = 0;   // of input_tokens, written to the prompt cache (Anthropic)
+  /// The server sent no counts (a stream without its usage chunk: llama.cpp's server ignores
+  /// stream_options.include_usage): input and output are estimated from the text (usage.hpp).
+  bool estimated = false;
 };
 
 struct response {
@@ -56,7 +60,11 @@ struct response {
 };
 
 // budget: the run's token or cost budget is spent (usage.hpp's ledger); never retryable.
-enum class error_kind { auth, rate_limit, overloaded, server, timeout, bad_request, network, malformed, budget };
+// unreachable: the endpoint refused the connection or its host does not resolve.
+// truncated: the answer ended without a finish reason (a server that cut the stream).
+enum class error_kind {
+  auth, rate_limit, overloaded, server, timeout, bad_request, network, malformed, budget, unreachable, truncated
+};
 
 [[nodiscard]] std::string_view error_kind_name(error_kind k);
 [[nodiscard]] std::optional<error_kind> error_kind_from_name(std::string_view name);
@@ -76,13 +84,31 @@ public:
   [[nodiscard]] int http_status() const { return m_status; }
   /// The wait the server asked for (retry-after-ms / retry-after), when it asked.
   [[nodiscard]] std::optional<std::chrono::milliseconds> retry_after() const { return m_retry_after; }
+  /// What the server streamed before the call failed (a cut stream, a stall): recorded with
+  /// the failed call and counted against the budget, since the server spent those tokens.
+  [[nodiscard]] const std::string& partial_text() const { return m_partial; }
+  error& with_partial_text(std::string text) {
+    m_partial = std::move(text);
+    return *this;
+  }
 
 private:
   error_kind m_kind;
   bool m_retryable;
   int m_status;
   std::optional<std::chrono::milliseconds> m_retry_after;
+  std::string m_partial;
 };
+
+/// Whether an error says the endpoint itself is wrong (refused connection, unknown host, bad
+/// key, no such model or URL): no later call to it can succeed, so a search ends at once.
+[[nodiscard]] bool ends_the_run(const error& e);
+
+/// Something a user should know that is not an error (a server that cuts streams under load,
+/// so kforge sends it fewer calls at once). The default prints "kforge: warning: ..." to
+/// stderr; a command may route it elsewhere (its event stream). Thread-safe.
+void warn(const std::string& message);
+void set_warning_sink(std::function<void(const std::string&)> sink);
 
 /// Replaces every occurrence of `secret` in `text` with "[redacted]" (no-op for an empty secret).
 [[nodiscard]] std::string redact(std::string text, std::string_view secret);

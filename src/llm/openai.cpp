@@ -31,6 +31,13 @@ nlohmann::json request_body(const request& req, bool max_completion_tokens) {
 
 namespace {
 
+/// "about N tokens" for the prompt, for a message about context size.
+std::string prompt_size(const request& req) {
+  std::size_t bytes = req.system.size();
+  for (const auto& m : req.messages) bytes += m.text.size();
+  return "the prompt is about " + std::to_string((bytes + 3) / 4) + " tokens";
+}
+
 int64_t int_at(const nlohmann::json& j, const char* key) {
   auto it = j.find(key);
   return it != j.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
@@ -99,8 +106,10 @@ private:
           const std::string t = str_at(*d, "content");
           if (!t.empty()) {
             out.text += t;
-            delivered = true;
-            if (on_delta) on_delta(t);
+            if (on_delta) { // text a caller has seen: a retry would show it twice
+              delivered = true;
+              on_delta(t);
+            }
           }
         }
         if (const std::string f = str_at(c, "finish_reason"); !f.empty()) out.stop_reason = f;
@@ -111,11 +120,23 @@ private:
       h.on_body = [&](std::string_view chunk) { parser.feed(chunk, on_event); };
     }
 
-    const http_response r = post(h, delivered);
+    const http_response r = post(h, delivered, &out.text);
     if (req.stream) {
+      if (!done && out.text.empty() && out.stop_reason.empty())
+        throw error(error_kind::bad_request, // this prompt, not the server: no retry
+                    "openai: " + h.url + " ended the stream before any answer (no text, no [DONE]); llama.cpp's "
+                    "server does this when the prompt does not fit its context (" + prompt_size(req) +
+                    "): start it with a larger context (-c / n_ctx) or use a model with one");
       if (!done)
-        throw error(error_kind::malformed,
-                    "openai: the stream ended without [DONE]; the answer is truncated", !delivered);
+        throw error(error_kind::truncated, "openai: the stream ended without [DONE]; the answer is truncated",
+                    false) // retried by the caller, which records the partial answer first
+            .with_partial_text(out.text);
+      if (out.stop_reason.empty())
+        throw error(error_kind::truncated,
+                    "openai: the stream ended with [DONE] but no finish_reason: the server cut the answer short "
+                    "(llama.cpp's server does this to a running stream when another request arrives)",
+                    false) // retried by the caller, which records the partial answer first
+            .with_partial_text(out.text);
       return out;
     }
     const auto j = nlohmann::json::parse(r.body, nullptr, false);

@@ -53,18 +53,45 @@ std::chrono::milliseconds backoff_delay(const retry_policy& p, int retry, double
   return std::chrono::milliseconds(std::llround(capped * (1.0 - 0.25 * jitter01)));
 }
 
+namespace {
+thread_local double t_slot_wait_s = 0;
+}
+
+double slot_wait_s_this_thread() { return t_slot_wait_s; }
+void reset_slot_wait_this_thread() { t_slot_wait_s = 0; }
+
 void slots::acquire() {
+  const auto t0 = std::chrono::steady_clock::now();
   std::unique_lock lock(m_mu);
-  m_cv.wait(lock, [&] { return m_free > 0; });
-  --m_free;
+  m_cv.wait(lock, [&] { return m_held < m_limit; });
+  ++m_held;
+  t_slot_wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 void slots::release() {
   {
     std::lock_guard lock(m_mu);
-    ++m_free;
+    --m_held;
   }
   m_cv.notify_one();
+}
+
+int slots::in_flight() const {
+  std::lock_guard lock(m_mu);
+  return m_held;
+}
+
+int slots::limit() const {
+  std::lock_guard lock(m_mu);
+  return m_limit;
+}
+
+bool slots::lower_to(int n) {
+  std::lock_guard lock(m_mu);
+  n = std::max(1, n);
+  if (n >= m_limit) return false;
+  m_limit = n;
+  return true;
 }
 
 std::shared_ptr<slots> endpoint_slots(const std::string& base_url, int limit) {

@@ -41,18 +41,30 @@ server_retry_delay(const std::map<std::string, std::string>& headers,
 /// Backoff before retry number `retry` (0-based): min(base * 2^retry, max) * (1 - 0.25 * jitter01).
 [[nodiscard]] std::chrono::milliseconds backoff_delay(const retry_policy& p, int retry, double jitter01);
 
-// A counting semaphore: at most `limit` holders at once.
+// A counting semaphore: at most `limit` holders at once. The limit can be lowered while
+// calls hold slots (a server that cuts streams under load): holders finish, and no new
+// one starts until fewer than the new limit are in flight.
 class slots {
 public:
-  explicit slots(int limit) : m_free(limit) {}
+  explicit slots(int limit) : m_limit(limit) {}
   void acquire();
   void release();
+  [[nodiscard]] int in_flight() const;
+  [[nodiscard]] int limit() const;
+  /// Lowers the limit to max(1, n); @return whether it was higher.
+  bool lower_to(int n);
 
 private:
-  std::mutex m_mu;
+  mutable std::mutex m_mu;
   std::condition_variable m_cv;
-  int m_free;
+  int m_limit;
+  int m_held = 0;
 };
+
+/// Seconds this thread has waited for endpoint slots since the last reset (with_retries adds
+/// each wait): a call's recorded duration leaves out its time in the queue.
+[[nodiscard]] double slot_wait_s_this_thread();
+void reset_slot_wait_this_thread();
 
 /// The process-wide slots of one endpoint (key: its base URL). The first caller's
 /// limit fixes the count for that key; later limits for the same key are ignored.

@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "llm/config.hpp"
+#include "llm/retry.hpp"
 
 #include <fmt/format.h>
 
@@ -103,6 +104,7 @@ void ledger::add(const call_record& r) {
     m_totals.output_tokens += r.tokens.output_tokens;
     m_totals.cached_input_tokens += r.tokens.cached_input_tokens;
     m_totals.cache_write_tokens += r.tokens.cache_write_tokens;
+    if (r.tokens.estimated) ++m_totals.estimated_calls;
     if (r.cost_usd) m_totals.cost_usd += *r.cost_usd;
     else if (r.error_kind.empty()) ++m_totals.unpriced_calls;
   }
@@ -115,6 +117,16 @@ ledger_totals ledger::totals() const {
   return m_totals;
 }
 
+usage estimate_usage(const request& req, std::string_view answer) {
+  std::size_t prompt = req.system.size();
+  for (auto& m : req.messages) prompt += m.text.size();
+  usage u;
+  u.input_tokens = static_cast<int64_t>((prompt + 3) / 4);
+  u.output_tokens = static_cast<int64_t>((answer.size() + 3) / 4);
+  u.estimated = true;
+  return u;
+}
+
 response metered::complete(const request& req, const text_callback& on_text_delta) {
   m_book.check(m_role);
   call_record rec;
@@ -124,7 +136,12 @@ response metered::complete(const request& req, const text_callback& on_text_delt
   rec.request = to_json(req);
   rec.started_at = utc_now_iso8601();
   const auto t0 = std::chrono::steady_clock::now();
-  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  reset_slot_wait_this_thread();
+  // The call's own time: its wait for a free slot at the endpoint is the queue's, not the server's.
+  auto seconds = [&] {
+    return std::max(0.0, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() -
+                             slot_wait_s_this_thread());
+  };
   response r;
   try {
     r = m_inner.complete(req, on_text_delta);
@@ -132,7 +149,12 @@ response metered::complete(const request& req, const text_callback& on_text_delt
     rec.duration_s = seconds();
     rec.error_kind = std::string(error_kind_name(e.kind()));
     rec.error_message = e.what();
-    if (m_price) rec.cost_usd = 0.0;
+    // Part of an answer arrived before the failure: the server spent those tokens.
+    if (!e.partial_text().empty()) {
+      rec.response_text = e.partial_text();
+      rec.tokens = estimate_usage(req, e.partial_text());
+    }
+    if (m_price) rec.cost_usd = rec.tokens.estimated ? cost_usd(rec.tokens, *m_price) : 0.0;
     m_book.add(rec);
     throw;
   }
@@ -141,6 +163,8 @@ response metered::complete(const request& req, const text_callback& on_text_delt
   rec.response_text = r.text;
   rec.stop_reason = r.stop_reason;
   rec.response_id = r.id;
+  // A server that sent no counts must not make the call free: the budget would never end a run.
+  if (r.usage.input_tokens == 0 && r.usage.output_tokens == 0) r.usage = estimate_usage(req, r.text);
   rec.tokens = r.usage;
   if (m_price) rec.cost_usd = cost_usd(r.usage, *m_price);
   m_book.add(rec);

@@ -57,6 +57,11 @@ struct budget {
 ///         [llm.prices."SPEC"] table to add.
 void require_prices(const llm_config& cfg, const budget& b);
 
+/// Counts for a call whose server sent none: about four bytes of text a token (English prose
+/// and code with common BPE vocabularies), the prompt from the system and message texts.
+/// Marked `estimated`; budgets spend it like reported counts.
+[[nodiscard]] usage estimate_usage(const request& req, std::string_view answer);
+
 /// One finished LLM call, successful or not.
 struct call_record {
   std::string role;           // ideas, code, fix, ...
@@ -80,6 +85,7 @@ struct ledger_totals {
   int64_t cache_write_tokens = 0;
   double cost_usd = 0;        // of the calls whose model has a price
   int64_t unpriced_calls = 0; // successful calls whose cost is unknown (no price)
+  int64_t estimated_calls = 0; // calls whose tokens were estimated (usage::estimated)
   [[nodiscard]] int64_t tokens() const { return input_tokens + output_tokens; }
 };
 

@@ -37,7 +37,7 @@ public:
       try {
         answer = s.ask("ideas", req, &call_id);
       } catch (const llm::error& e) {
-        if (e.kind() == llm::error_kind::budget) throw;
+        if (e.kind() == llm::error_kind::budget || llm::ends_the_run(e)) throw;
         s.emit({{"event", "note"}, {"message", fmt::format("round {}: the ideas call failed: {}", round, e.what())}});
         s.end_round(round, "ideas call failed");
         continue;

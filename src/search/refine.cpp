@@ -55,7 +55,7 @@ public:
         best = o;
         current = o;
       }
-      s.end_round(round, o.passed() ? "" : "round failed: " + o.status);
+      s.end_round(round, o.passed() ? "" : "round failed: " + o.status + (o.message.empty() ? "" : ": " + o.message.substr(0, 160)));
     }
   }
 };

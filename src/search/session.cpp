@@ -4,6 +4,7 @@
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "core/hash.hpp"
+#include "core/process_owner.hpp"
 #include "device/backend.hpp"
 #include "device/calibration.hpp"
 #include "profile/digest.hpp"
@@ -35,11 +36,20 @@ session::session(store::store& db, const problem::problem& p, search_options opt
     : m_db(db), m_problem(p), m_opts(std::move(opts)), m_events(std::move(events)), m_llm(std::move(llm)),
       m_started(std::chrono::steady_clock::now()) {
   m_problem_id = problem_id(db, p);
+  if (m_llm) m_llm->set_event_sink([this](const nlohmann::json& e) { emit(e); });
   if (m_opts.resume_run) {
     auto run = db.get_run(*m_opts.resume_run);
     if (!run) KFORGE_THROW(usage, "no run {} in the database; `kforge show --runs` lists them", *m_opts.resume_run);
     if (run->problem != p.name)
       KFORGE_THROW(usage, "run {} is a search of problem '{}', not '{}'", run->id, run->problem, p.name);
+    // Two processes continuing one run would each replay and extend it: refuse while its
+    // kforge still runs (a killed one was marked "interrupted" when the database opened).
+    if (run->status == "running")
+      if (auto owner = parse_process_owner(run->owner);
+          owner && owner_state(*owner) == owner_liveness::alive && !(*owner == current_process_owner()))
+        KFORGE_THROW(usage, "run {} is still running (kforge pid {} on this machine); wait for it to end, or stop it, "
+                     "then --resume {}",
+                     run->id, owner->pid, run->id);
     // The stored settings win (the run continues as it was started); where the devices
     // are is this machine's business.
     auto stored = search_options::from_json(nlohmann::json::parse(run->config_json));
@@ -72,7 +82,9 @@ session::session(store::store& db, const problem::problem& p, search_options opt
         {"options", m_opts.to_json()}});
 }
 
-session::~session() = default;
+session::~session() {
+  if (m_llm) m_llm->set_event_sink({}); // the gateway may outlive the session
+}
 
 void session::emit(nlohmann::json event) const {
   if (!m_events) return;
@@ -320,7 +332,7 @@ void session::end_round(int round, const std::string& note) {
   nlohmann::json ev{{"event", "round"}, {"round", round}, {"evaluations", m_evaluations.load()}, {"note", note}};
   {
     std::lock_guard lock(m_mu);
-    ++m_rounds;
+    if (round > 0) ++m_rounds; // the seed's round 0 asks no LLM: --rounds counts the rounds that do
     m_rounds_without_gain = m_gain_this_round ? 0 : m_rounds_without_gain + 1;
     m_gain_this_round = false;
     if (m_best) {
@@ -333,6 +345,7 @@ void session::end_round(int round, const std::string& note) {
   }
   auto t = m_db.llm_totals_of(m_run_id);
   ev["tokens"] = t.input_tokens + t.output_tokens;
+  if (t.estimated_calls > 0) ev["tokens_estimated_calls"] = t.estimated_calls;
   ev["cost_usd"] = t.cost_usd;
   emit(ev);
 }

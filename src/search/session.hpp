@@ -73,6 +73,9 @@ public:
                             int64_t* call_id) = 0;
   /// Tokens and cost spent through this gateway in this process.
   [[nodiscard]] virtual nlohmann::json totals() const = 0;
+  /// Where "llm_progress" events go (calls streaming, tokens so far, tokens/s), at most
+  /// about once a second; the session sets its own event sink.
+  virtual void set_event_sink(event_sink) {}
 };
 
 class session {

@@ -25,6 +25,12 @@ void run_search(session& s, strategy& st) {
   try {
     st.run(s);
   } catch (const llm::error& e) {
+    if (llm::ends_the_run(e)) { // the endpoint is wrong: every later call would fail the same way
+      s.fail(fmt::format("LLM endpoint failed: {}", e.what()));
+      KFORGE_THROW(usage, "the LLM endpoint cannot answer ({}): {}; run {} stopped at once (fix the URL, key or "
+                   "model, then `kforge optimize ... --resume {}`)",
+                   llm::error_kind_name(e.kind()), e.what(), s.run_id(), s.run_id());
+    }
     if (e.kind() != llm::error_kind::budget) {
       s.fail(fmt::format("LLM call failed: {}", e.what()));
       throw;
@@ -62,8 +68,11 @@ outcome propose_and_judge(session& s, const llm::request& req, const std::string
     rec.status = "llm_error";
     rec.error = e.what();
     s.put_proposal(rec);
+    if (llm::ends_the_run(e)) throw; // recorded; run_search ends the run
     failed.status = "llm_error";
     failed.message = e.what();
+    s.emit({{"event", "proposal"}, {"round", round}, {"step", step}, {"label", label}, {"status", "llm_error"},
+            {"error_kind", std::string(llm::error_kind_name(e.kind()))}, {"message", e.what()}});
     return failed;
   }
   if (call_id) rec.llm_call_id = call_id;

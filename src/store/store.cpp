@@ -28,7 +28,7 @@ namespace {
 // ---------------------------------------------------------------------------------
 #define KFORGE_NOW "(strftime('%Y-%m-%dT%H:%M:%fZ','now'))"
 
-constexpr std::array<std::string_view, 6> migrations{
+constexpr std::array<std::string_view, 7> migrations{
     // 1: the initial schema.
     R"sql(
 CREATE TABLE problems (
@@ -230,6 +230,14 @@ ALTER TABLE evaluations ADD COLUMN owner TEXT NOT NULL DEFAULT '';
 CREATE INDEX evaluations_running ON evaluations(status) WHERE status = 'running';
 ALTER TABLE builds ADD COLUMN sha256 TEXT NOT NULL DEFAULT '';
 ALTER TABLE builds ADD COLUMN cache_note TEXT NOT NULL DEFAULT '';
+)sql",
+    // 7: an LLM call's token counts say where they came from: "reported" by the server, or
+    // "estimated" from the text when it sent none (a stream without its usage chunk).
+    // A run records the process that runs it (as evaluations do since 6), so a run whose
+    // kforge was killed becomes "interrupted" instead of "running" forever.
+    R"sql(
+ALTER TABLE llm_calls ADD COLUMN usage_source TEXT NOT NULL DEFAULT 'reported';
+ALTER TABLE runs ADD COLUMN owner TEXT NOT NULL DEFAULT '';
 )sql",
 };
 
@@ -438,15 +446,19 @@ void store::migrate() {
 
 int store::schema_version() const { return read_user_version(m_db, m_path); }
 
-int store::mark_interrupted_evaluations() {
+namespace {
+
+/// Rows of `table` still "running" whose owner is known to be gone become "interrupted".
+/// Rows without an owner predate the column: whoever wrote them cannot be told, so they
+/// stay as they are. An owner this process cannot see (another host or PID namespace) is
+/// left alone too: only an owner known to be gone is declared so.
+int mark_interrupted(sqlite3* db, const std::filesystem::path& path, std::string_view table,
+                     std::string_view message_column, std::string_view what) {
   std::vector<std::pair<int64_t, std::string>> running;
   {
-    statement s(m_db, m_path, "SELECT id, owner FROM evaluations WHERE status = 'running' AND owner != ''");
+    statement s(db, path, fmt::format("SELECT id, owner FROM {} WHERE status = 'running' AND owner != ''", table));
     while (s.step()) running.emplace_back(s.i64(0), s.text(1));
   }
-  // Rows without an owner predate schema 6: whoever wrote them cannot be told, so they
-  // stay as they are. An owner this process cannot see (another host or PID namespace)
-  // is left alone too: only an owner known to be gone is declared so.
   std::map<std::string, bool> gone;
   int marked = 0;
   for (auto& [id, owner_text] : running) {
@@ -455,17 +467,25 @@ int store::mark_interrupted_evaluations() {
     auto it = gone.find(owner_text);
     if (it == gone.end()) it = gone.emplace(owner_text, owner_state(*owner) == owner_liveness::gone).first;
     if (!it->second) continue;
-    statement u(m_db, m_path,
-                "UPDATE evaluations SET status = 'interrupted', message = ? "
-                "WHERE id = ? AND status = 'running' AND owner = ?");
-    u.bind(fmt::format("interrupted: the kforge process that ran it (pid {}) ended before it finished (killed, or "
+    statement u(db, path,
+                fmt::format("UPDATE {} SET status = 'interrupted', {} = ? WHERE id = ? AND status = 'running' "
+                            "AND owner = ?",
+                            table, message_column));
+    u.bind(fmt::format("interrupted: the kforge process that ran {} (pid {}) ended before it finished (killed, or "
                        "the machine restarted); what it recorded up to then is kept",
-                       owner->pid));
+                       what, owner->pid));
     u.bind(id).bind(owner_text);
     u.run();
-    marked += sqlite3_changes(m_db);
+    marked += sqlite3_changes(db);
   }
   return marked;
+}
+
+} // namespace
+
+int store::mark_interrupted_evaluations() {
+  return mark_interrupted(m_db, m_path, "evaluations", "message", "it") +
+         mark_interrupted(m_db, m_path, "runs", "stop_reason", "the run");
 }
 
 int64_t store::put_problem(const problem_record& p) {
@@ -794,19 +814,21 @@ run_record read_run(const statement& s) {
   r.resumes = s.i32(10);
   r.started_at = s.text(11);
   r.finished_at = s.text(12);
+  r.owner = s.text(13);
   return r;
 }
 
 constexpr const char* run_columns =
     "SELECT r.id, r.problem_id, p.name, p.path, r.strategy, r.config_json, r.status, r.stop_reason, "
-    "r.best_candidate_id, r.best_evaluation_id, r.resumes, r.started_at, r.finished_at "
+    "r.best_candidate_id, r.best_evaluation_id, r.resumes, r.started_at, r.finished_at, r.owner "
     "FROM runs r JOIN problems p ON p.id = r.problem_id ";
 
 } // namespace
 
 int64_t store::begin_run(int64_t problem_id, const std::string& strategy, const std::string& config_json) {
-  statement s(m_db, m_path, "INSERT INTO runs (problem_id, strategy, config_json) VALUES (?, ?, ?) RETURNING id");
-  s.bind(problem_id).bind(strategy).bind_json(config_json);
+  statement s(m_db, m_path,
+              "INSERT INTO runs (problem_id, strategy, config_json, owner) VALUES (?, ?, ?, ?) RETURNING id");
+  s.bind(problem_id).bind(strategy).bind_json(config_json).bind(to_string(current_process_owner()));
   if (!s.step()) fail(m_db, m_path, "inserting run");
   int64_t id = s.i64(0);
   s.run();
@@ -828,9 +850,9 @@ void store::set_run_best(int64_t run_id, int64_t candidate_id, int64_t evaluatio
 
 void store::resume_run(int64_t run_id) {
   statement s(m_db, m_path,
-              "UPDATE runs SET status = 'running', stop_reason = '', finished_at = NULL, resumes = resumes + 1 "
-              "WHERE id = ?");
-  s.bind(run_id);
+              "UPDATE runs SET status = 'running', stop_reason = '', finished_at = NULL, resumes = resumes + 1, "
+              "owner = ? WHERE id = ?");
+  s.bind(to_string(current_process_owner())).bind(run_id);
   s.run();
 }
 
@@ -922,13 +944,14 @@ int64_t store::put_llm_call(const llm_call_record& c) {
   statement s(m_db, m_path,
               "INSERT INTO llm_calls (run_id, role, provider, model, replay_key, request_hash, request_json, "
               "response_text, stop_reason, response_id, input_tokens, output_tokens, cached_input_tokens, "
-              "cache_write_tokens, cost_usd, duration_s, error_kind, error_message, started_at) "
+              "cache_write_tokens, cost_usd, duration_s, error_kind, error_message, started_at, usage_source) "
               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, COALESCE(NULLIF(?, ''), " KFORGE_NOW
-              ")) RETURNING id");
+              "), ?) RETURNING id");
   s.bind(c.run_id).bind(c.role).bind(c.provider).bind(c.model).bind(c.replay_key).bind(c.request_hash);
   s.bind_json(c.request_json).bind(c.response_text).bind(c.stop_reason).bind(c.response_id);
   s.bind(c.input_tokens).bind(c.output_tokens).bind(c.cached_input_tokens).bind(c.cache_write_tokens);
   s.bind(c.cost_usd).bind(c.duration_s).bind(c.error_kind).bind(c.error_message).bind(c.started_at);
+  s.bind(c.usage_source);
   if (!s.step()) fail(m_db, m_path, "inserting llm call");
   int64_t id = s.i64(0);
   s.run();
@@ -939,7 +962,8 @@ std::vector<llm_call_record> store::llm_calls_of(int64_t run_id) const {
   statement s(m_db, m_path,
               "SELECT id, run_id, role, provider, model, replay_key, request_hash, request_json, response_text, "
               "stop_reason, response_id, input_tokens, output_tokens, cached_input_tokens, cache_write_tokens, "
-              "cost_usd, duration_s, error_kind, error_message, started_at FROM llm_calls WHERE run_id = ? ORDER BY id");
+              "cost_usd, duration_s, error_kind, error_message, started_at, usage_source FROM llm_calls WHERE run_id = ? "
+              "ORDER BY id");
   s.bind(run_id);
   std::vector<llm_call_record> out;
   while (s.step()) {
@@ -964,6 +988,7 @@ std::vector<llm_call_record> store::llm_calls_of(int64_t run_id) const {
     c.error_kind = s.text(17);
     c.error_message = s.text(18);
     c.started_at = s.text(19);
+    c.usage_source = s.text(20);
     out.push_back(std::move(c));
   }
   return out;
@@ -973,7 +998,8 @@ llm_totals store::llm_totals_of(int64_t run_id) const {
   statement s(m_db, m_path,
               "SELECT COUNT(*), COALESCE(SUM(error_kind != ''), 0), COALESCE(SUM(input_tokens), 0), "
               "COALESCE(SUM(output_tokens), 0), COALESCE(SUM(cached_input_tokens), 0), COALESCE(SUM(cost_usd), 0), "
-              "COALESCE(SUM(cost_usd IS NULL AND error_kind = ''), 0) FROM llm_calls WHERE run_id = ?");
+              "COALESCE(SUM(cost_usd IS NULL AND error_kind = ''), 0), COALESCE(SUM(usage_source = 'estimated'), 0) "
+              "FROM llm_calls WHERE run_id = ?");
   s.bind(run_id);
   llm_totals t;
   if (s.step()) {
@@ -984,6 +1010,7 @@ llm_totals store::llm_totals_of(int64_t run_id) const {
     t.cached_input_tokens = s.i64(4);
     t.cost_usd = s.f64(5);
     t.unpriced_calls = s.i64(6);
+    t.estimated_calls = s.i64(7);
   }
   return t;
 }

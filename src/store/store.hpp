@@ -93,11 +93,12 @@ struct run_record {
   std::string problem_path;
   std::string strategy;    // "tune", "refine", "branch"
   std::string config_json; // everything needed to resume it (strategy options, budgets, seed, models)
-  std::string status;      // "running", "finished", "failed"; a killed run stays "running"
+  std::string status;      // "running", "finished", "failed", "interrupted" (its kforge was killed)
   std::string stop_reason; // one line: "budget: 40 evaluations", "target: 0.8 of the roofline", ...
   std::optional<int64_t> best_candidate_id, best_evaluation_id;
   int resumes = 0;
   std::string started_at, finished_at;
+  std::string owner; // the process running it (core/process_owner.hpp); "" before schema 7
 };
 
 /// One evaluation a run made or reused, in run order.
@@ -139,6 +140,7 @@ struct llm_call_record {
   double duration_s = 0;
   std::string error_kind, error_message; // empty on success
   std::string started_at;
+  std::string usage_source = "reported"; // or "estimated": the server sent no token counts
 };
 
 struct llm_totals {
@@ -146,6 +148,7 @@ struct llm_totals {
   int64_t input_tokens = 0, output_tokens = 0, cached_input_tokens = 0;
   double cost_usd = 0;
   int64_t unpriced_calls = 0; // calls whose cost is unknown (no price configured)
+  int64_t estimated_calls = 0; // calls whose tokens were estimated (the server sent none)
 };
 
 /// What came of one LLM answer: a candidate, or why none ("malformed": no usable code).
@@ -211,10 +214,10 @@ public:
   store& operator=(const store&) = delete;
 
   [[nodiscard]] int schema_version() const;
-  static constexpr int latest_schema_version = 6;
+  static constexpr int latest_schema_version = 7;
 
-  /// Every "running" evaluation whose owner (the process that began it) is known to be
-  /// gone becomes "interrupted", with a message saying so; rows of live owners, of owners
+  /// Every "running" evaluation or run whose owner (the process that began it) is known to
+  /// be gone becomes "interrupted", with a message saying so; rows of live owners, of owners
   /// on another host or in another PID namespace, and rows older than the owner column are
   /// left alone. Runs on open. @return how many rows it marked.
   int mark_interrupted_evaluations();

@@ -6,7 +6,10 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -443,4 +446,126 @@ TEST(cli, a_key_a_candidate_prints_is_scrubbed_from_the_record_and_the_output) {
   for (auto& c : ev->checks) recorded += c.detail_json;
   EXPECT_EQ(recorded.find(key), std::string::npos) << recorded;
   EXPECT_NE(recorded.find("[redacted:KFORGE_E2E_API_KEY]"), std::string::npos) << recorded;
+}
+
+namespace {
+
+// A TCP port on loopback that accepts connections (the kernel's backlog) and never answers:
+// an LLM server stuck on a request.
+struct silent_listener {
+  int fd = -1;
+  int port = 0;
+  silent_listener() {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    EXPECT_EQ(::listen(fd, 16), 0);
+    socklen_t n = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n);
+    port = ntohs(a.sin_port);
+  }
+  ~silent_listener() { ::close(fd); }
+};
+
+int closed_port() {
+  silent_listener l; // bound, then closed: nothing listens there afterwards
+  return l.port;
+}
+
+// The LLM variables of the developer's shell must not leak into these runs.
+void clear_llm_environment() {
+  for (auto v : {"OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "KFORGE_CONFIG"})
+    ::unsetenv(v);
+}
+
+} // namespace
+
+TEST(cli, an_llm_without_a_key_is_exit_2_naming_the_variable) {
+  clear_llm_environment();
+  test::temp_dir d;
+  auto r = kforge_run({"--db", (d / "k.db").string(), "optimize", problem("gelu"), "--llm", "openai:gpt-5-mini"});
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("OPENAI_API_KEY"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("internal error"), std::string::npos) << r.out;
+  auto ping = kforge_run({"llm", "ping", "--llm", "openai:gpt-5-mini"});
+  EXPECT_EQ(ping.code, 2) << ping.out;
+  EXPECT_NE(ping.out.find("OPENAI_API_KEY"), std::string::npos) << ping.out;
+}
+
+TEST(cli, a_server_that_refuses_ends_the_run_at_once_with_exit_2) {
+  clear_llm_environment();
+  test::temp_dir d;
+  const auto db = (d / "k.db").string();
+  const std::string url = "http://127.0.0.1:" + std::to_string(closed_port()) + "/v1";
+  auto r = kforge_run({"--db", db, "optimize", problem("gelu"), "--strategy", "refine", "--llm", "openai:gemma",
+                       "--base-url", url, "--trials", "1", "--time-budget", "0.2", "--tune-budget", "1"});
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find(url + "/chat/completions"), std::string::npos) << "names the URL: " << r.out;
+  EXPECT_NE(r.out.find("is the server running"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--resume"), std::string::npos) << r.out;
+  store::store s(db);
+  auto runs = s.list_runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].status, "failed");
+  EXPECT_NE(runs[0].stop_reason.find(url), std::string::npos) << runs[0].stop_reason;
+  auto calls = s.llm_calls_of(runs[0].id);
+  ASSERT_EQ(calls.size(), 1u) << "one call, not one per round";
+  EXPECT_EQ(calls[0].error_kind, "unreachable");
+
+  auto ping = kforge_run({"llm", "ping", "--llm", "openai:gemma", "--base-url", url, "--json"});
+  EXPECT_EQ(ping.code, 2) << ping.out;
+  auto j = json_of(ping.out);
+  EXPECT_EQ(j["schema"], "kforge.llm-ping/1");
+  EXPECT_EQ(j["models"][0]["ok"], false);
+  EXPECT_EQ(j["models"][0]["error_kind"], "unreachable");
+
+  auto bad = kforge_run({"--db", db, "optimize", problem("gelu"), "--llm", "openai:gemma", "--base-url", "127.0.0.1:1"});
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("--base-url: must be an http:// or https:// URL"), std::string::npos) << bad.out;
+}
+
+TEST(cli, a_killed_optimize_is_interrupted_and_resumes) {
+  clear_llm_environment();
+  test::temp_dir d;
+  const auto db = (d / "k.db").string();
+  silent_listener stuck;
+  const std::string url = "http://127.0.0.1:" + std::to_string(stuck.port) + "/v1";
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    std::string bin = test::kforge_binary().string(), p = problem("gelu");
+    ::execl(bin.c_str(), bin.c_str(), "--db", db.c_str(), "optimize", p.c_str(), "--strategy", "refine", "--llm",
+            "openai:gemma", "--base-url", url.c_str(), "--trials", "1", "--time-budget", "0.2", "--tune-budget", "1",
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  // Wait for the seed's evaluation to be recorded (the LLM call comes next), then kill kforge.
+  bool seeded = false;
+  for (int i = 0; i < 900 && !seeded; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!std::filesystem::exists(db)) continue;
+    store::store s(db);
+    auto runs = s.list_runs();
+    seeded = !runs.empty() && !s.run_evaluations(runs[0].id).empty() &&
+             s.run_evaluations(runs[0].id)[0].status == "passed";
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  ASSERT_TRUE(seeded);
+
+  store::store s(db);
+  auto run = s.list_runs().at(0);
+  EXPECT_EQ(run.status, "interrupted");
+  EXPECT_NE(run.stop_reason.find("pid " + std::to_string(pid)), std::string::npos) << run.stop_reason;
+
+  // --resume continues it: the seed is not judged again; this time the server is gone.
+  const std::string gone = "http://127.0.0.1:" + std::to_string(closed_port()) + "/v1";
+  auto r = kforge_run({"--db", db, "optimize", problem("gelu"), "--resume", std::to_string(run.id), "--llm",
+                       "openai:gemma", "--base-url", gone});
+  EXPECT_EQ(r.code, 2) << r.out;
+  store::store after(db);
+  EXPECT_EQ(after.get_run(run.id)->resumes, 1);
+  for (auto& e : after.run_evaluations(run.id)) EXPECT_TRUE(e.step == "seed" || e.step == "tune") << e.step;
 }

@@ -55,7 +55,7 @@ TEST(gpu_search, a_replayed_branch_search_keeps_a_sanitized_correct_best) {
   opts.ideas = 2;
   opts.implementations = 2;
   opts.keep = 1;
-  opts.max_rounds = 2;
+  opts.max_rounds = 1; // one branching round after the seed
   opts.patience = 0;
   opts.tune_budget = 2;
   search::session s(db, p, opts, {}, search::make_llm_gateway(db, cfg, {}, 3));

@@ -132,8 +132,9 @@ TEST(openai, stream_without_done_is_truncated_output) {
     (void)p->complete(hello(true));
     FAIL() << "expected an error";
   } catch (const error& e) {
-    EXPECT_EQ(e.kind(), error_kind::malformed);
+    EXPECT_EQ(e.kind(), error_kind::truncated);
     EXPECT_NE(std::string(e.what()).find("[DONE]"), std::string::npos);
+    EXPECT_EQ(e.partial_text(), "This is a test!") << "what arrived is kept";
   }
 }
 

@@ -157,7 +157,7 @@ TEST(retry, unauthorized_is_not_retried_and_the_key_is_redacted) {
 }
 
 TEST(retry, a_network_error_names_no_key) {
-  // Nothing listens on port 1: connection refused, retried, then a network error.
+  // Nothing listens on port 1: connection refused, retried, then "unreachable".
   auto o = local("http://127.0.0.1:1/v1");
   o.retry.max_attempts = 2;
   auto p = make_provider("openai:m", o);
@@ -165,7 +165,7 @@ TEST(retry, a_network_error_names_no_key) {
     (void)p->complete(ask());
     FAIL() << "expected an error";
   } catch (const error& e) {
-    EXPECT_EQ(e.kind(), error_kind::network);
+    EXPECT_EQ(e.kind(), error_kind::unreachable);
     EXPECT_EQ(std::string(e.what()).find(k_key), std::string::npos);
   }
 }

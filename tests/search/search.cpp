@@ -149,7 +149,7 @@ TEST_F(search_test, a_replayed_branch_search_reaches_its_recorded_best) {
   opts.ideas = 2;
   opts.implementations = 2;
   opts.keep = 1;
-  opts.max_rounds = 3; // the seed's round and two branching rounds
+  opts.max_rounds = 2; // two branching rounds after the seed
   opts.patience = 0;
   opts.tune_budget = 4;
   search::session s(db, gelu, opts, sink(), gw);
@@ -213,7 +213,7 @@ TEST_F(search_test, refine_feeds_failures_back_and_keeps_one_lineage) {
   llm::llm_config cfg;
   cfg.models.push_back({.spec = "replay:" + (fs::path(KFORGE_TEST_DIR) / "search/data/gelu_refine.llm.jsonl").string()});
   auto opts = quick("refine");
-  opts.max_rounds = 3;
+  opts.max_rounds = 2;
   opts.patience = 0;
   opts.max_fixes = 2;
   opts.tune_budget = 1;
@@ -277,7 +277,7 @@ TEST_F(search_test, a_resumed_search_answers_its_finished_llm_calls_from_the_dat
   opts.ideas = 2;
   opts.implementations = 2;
   opts.keep = 1;
-  opts.max_rounds = 3;
+  opts.max_rounds = 2;
   opts.patience = 0;
   opts.tune_budget = 4;
   int64_t run_id = 0;
@@ -316,7 +316,7 @@ TEST_F(search_test, evolve_keeps_an_archive_per_island_and_migrates) {
   llm::llm_config cfg;
   cfg.models.push_back({.spec = "replay:" + (fs::path(KFORGE_TEST_DIR) / "search/data/gelu_evolve.llm.jsonl").string()});
   auto opts = quick("evolve");
-  opts.max_rounds = 3; // the seed is round 0
+  opts.max_rounds = 2; // LLM rounds: the seed's round 0 is not counted
   opts.patience = 0;
   opts.tune_budget = 1;
   opts.islands = 2;
@@ -363,7 +363,7 @@ TEST_F(search_test, a_resumed_evolve_search_answers_its_finished_llm_calls_from_
   opts.islands = 2;
   opts.implementations = 2;
   opts.migrate_every = 1;
-  opts.max_rounds = 3;
+  opts.max_rounds = 2;
   opts.patience = 0;
   opts.tune_budget = 1;
   int64_t run_id = 0;

@@ -605,6 +605,8 @@ TEST_F(StoreTest, Version5RowsLeftRunningAreNotGuessedAbout) {
   raw_query(db_path(), "ALTER TABLE evaluations DROP COLUMN owner");
   raw_query(db_path(), "ALTER TABLE builds DROP COLUMN sha256");
   raw_query(db_path(), "ALTER TABLE builds DROP COLUMN cache_note");
+  raw_query(db_path(), "ALTER TABLE llm_calls DROP COLUMN usage_source"); // version 7
+  raw_query(db_path(), "ALTER TABLE runs DROP COLUMN owner");
   raw_query(db_path(), "PRAGMA user_version = 5");
   store db(db_path());
   EXPECT_EQ(db.schema_version(), store::latest_schema_version);
@@ -612,6 +614,56 @@ TEST_F(StoreTest, Version5RowsLeftRunningAreNotGuessedAbout) {
 }
 
 // ---------------------------------------------------------------- interrupted evaluations
+
+TEST_F(StoreTest, ARunOfAKilledKforgeIsMarkedInterruptedOnOpenAndResumable) {
+  const fs::path path = db_path();
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    try {
+      auto* db = new store(path); // never closed: the process dies holding it
+      (void)db->begin_run(db->put_problem(problem()), "refine", R"({"who":"child"})");
+    } catch (...) {
+      ::_exit(3);
+    }
+    ::raise(SIGKILL);
+    ::_exit(4);
+  }
+  int status = wait_for(child);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  EXPECT_EQ(raw_query(path, "SELECT status FROM runs"), std::vector<std::string>{"running"});
+  store db(path);
+  auto run = db.list_runs().at(0);
+  EXPECT_EQ(run.status, "interrupted");
+  EXPECT_NE(run.stop_reason.find("pid " + std::to_string(child)), std::string::npos) << run.stop_reason;
+  // Resumed by this process: running again, owned by it, left alone by a later open.
+  db.resume_run(run.id);
+  store again(path);
+  EXPECT_EQ(again.get_run(run.id)->status, "running");
+  EXPECT_EQ(again.get_run(run.id)->resumes, 1);
+  EXPECT_EQ(again.get_run(run.id)->owner, kforge::to_string(kforge::current_process_owner()));
+}
+
+TEST_F(StoreTest, AnLlmCallSaysWhetherItsTokensWereEstimated) {
+  store db(db_path());
+  const auto run = db.begin_run(db.put_problem(problem()), "refine", "{}");
+  kforge::store::llm_call_record c;
+  c.run_id = run;
+  c.role = "code";
+  c.provider = "openai:gemma";
+  c.input_tokens = 700;
+  c.output_tokens = 300;
+  db.put_llm_call(c);
+  c.usage_source = "estimated";
+  db.put_llm_call(c);
+  auto calls = db.llm_calls_of(run);
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].usage_source, "reported");
+  EXPECT_EQ(calls[1].usage_source, "estimated");
+  const auto t = db.llm_totals_of(run);
+  EXPECT_EQ(t.input_tokens + t.output_tokens, 2000);
+  EXPECT_EQ(t.estimated_calls, 1);
+}
 
 TEST_F(StoreTest, AnEvaluationOfAKilledKforgeIsMarkedInterruptedOnOpen) {
   // The child must be the first to open the file: no connection crosses the fork.
