@@ -8,6 +8,9 @@
 #include "llm/provider.hpp"
 #include "llm/usage.hpp"
 #include "mock_server.hpp"
+#include "search/llm_gateway.hpp"
+#include "store/store.hpp"
+#include "test_util.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -387,4 +390,51 @@ TEST(slots, a_lowered_limit_waits_for_holders_and_the_wait_is_counted) {
   t.join();
   EXPECT_TRUE(got);
   EXPECT_GE(waited, 0.05);
+}
+
+TEST(local_server, the_search_gateway_records_a_cut_stream_and_asks_again) {
+  // The first answer is cut ([DONE] without a finish reason), the second is whole: the caller
+  // gets the second; the database holds both, the first with what arrived of it.
+  mock_server s;
+  std::atomic<int> calls{0};
+  s.svr.Post(R"(.*/chat/completions)", [&](const httplib::Request&, httplib::Response& res) {
+    const bool cut = ++calls == 1;
+    stream_sse(res, chunk(cut ? "__global__ void half" : "__global__ void whole() {}") +
+                        (cut ? "" : chunk("", "stop")) + "data: [DONE]\r\n\r\n", 16);
+  });
+  s.start();
+  kforge::test::temp_dir dir;
+  kforge::store::store db(dir / "k.db");
+  const int64_t run = db.begin_run(db.put_problem({.name = "p", .path = "/p", .spec_hash = "h", .spec_toml = ""}),
+                                   "refine", "{}");
+  llm_config cfg;
+  cfg.models.push_back({.spec = "openai:gemma", .base_url = s.base_url("/gateway")});
+  auto gw = kforge::search::make_llm_gateway(db, cfg, {}, 1);
+  std::vector<nlohmann::json> events;
+  gw->set_event_sink([&](const nlohmann::json& e) { events.push_back(e); });
+  int64_t call_id = 0;
+  request req = ask();
+  req.replay_key = "refine/r1/implement";
+  const response r = gw->ask("code", req, run, &call_id);
+  gw->set_event_sink({});
+  EXPECT_EQ(r.text, "__global__ void whole() {}");
+  EXPECT_EQ(calls.load(), 2);
+
+  // Both calls are recorded; the caller's id is the one that answered.
+  const auto rows = db.llm_calls_of(run);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].error_kind, "truncated");
+  EXPECT_EQ(rows[0].response_text, "__global__ void half") << "the partial answer is kept";
+  EXPECT_EQ(rows[0].usage_source, "estimated");
+  EXPECT_GT(rows[0].output_tokens, 0);
+  EXPECT_EQ(rows[1].error_kind, "");
+  EXPECT_EQ(rows[1].id, call_id);
+
+  bool noted = false, progress = false;
+  for (const auto& e : events) {
+    noted |= e.value("event", "") == "note" && contains(e.value("message", ""), "asking again (2 of 3)");
+    progress |= e.value("event", "") == "llm_progress" && e.value("tokens", 0) > 0;
+  }
+  EXPECT_TRUE(noted);
+  EXPECT_TRUE(progress) << "streamed text shows as progress";
 }
