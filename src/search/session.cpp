@@ -357,7 +357,11 @@ std::optional<std::string> session::stop_reason() const {
   if (m_opts.max_tokens > 0 || m_opts.max_cost_usd > 0) {
     auto t = m_db.llm_totals_of(m_run_id);
     if (m_opts.max_tokens > 0 && t.input_tokens + t.output_tokens >= m_opts.max_tokens)
-      return fmt::format("budget: {} tokens spent of {}", t.input_tokens + t.output_tokens, m_opts.max_tokens);
+      return fmt::format("budget: {} tokens spent of {}{}", t.input_tokens + t.output_tokens, m_opts.max_tokens,
+                         t.estimated_calls > 0 ? fmt::format(" ({} of the calls' tokens estimated from their text: "
+                                                             "the server sent no counts)",
+                                                             t.estimated_calls)
+                                               : "");
     if (m_opts.max_cost_usd > 0 && t.cost_usd >= m_opts.max_cost_usd)
       return fmt::format("budget: ${:.2f} spent of ${:.2f}", t.cost_usd, m_opts.max_cost_usd);
   }
