@@ -93,5 +93,7 @@ fi
 [ "${1:-}" = "--deps" ] && exit 0
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
-cmake --build build -j"$(nproc)"
-echo "setup: built build/kforge and build/kforge-worker"
+# The main job needs kforge and the helpers it starts (kforge-worker, kforge-confine,
+# kforge-nvrtc: kforge depends on each); the tests are built by scripts/test.sh.
+cmake --build build -j"$(nproc)" --target kforge
+echo "setup: built build/kforge and its helpers (scripts/test.sh builds the tests)"

@@ -151,11 +151,11 @@ TEST(local_server, a_server_that_cuts_streams_under_load_gets_fewer_calls_at_onc
       bool interrupted = false;
       {
         std::unique_lock lock(mu);
-        // The first stream runs until a second request arrives (or 1 s passes).
-        if (me == 1) interrupted = cv.wait_for(lock, 1s, [&] { return arrived > 1; });
+        // The first stream runs until a second request arrives (or 5 s pass).
+        if (me == 1) interrupted = cv.wait_for(lock, 5s, [&] { return arrived > 1; });
       }
       // The second stream outlasts the first: the cut is seen while both run.
-      if (me == 2) std::this_thread::sleep_for(300ms);
+      if (me == 2) std::this_thread::sleep_for(1s);
       out = interrupted ? "data: [DONE]\r\n\r\n" : chunk("", "stop") + "data: [DONE]\r\n\r\n";
       sink.write(out.data(), out.size());
       {
