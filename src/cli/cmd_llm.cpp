@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "llm/config.hpp"
 #include "llm/provider.hpp"
+#include "llm/usage.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -57,7 +58,7 @@ ping_result ping(const llm::model_entry& e, const llm::llm_config& cfg) {
     out.first_token_s = first ? std::chrono::duration<double>(*first - t0).count() : out.total_s;
     out.model = r.model;
     out.usage_in_stream = r.usage.output_tokens > 0 || r.usage.input_tokens > 0;
-    out.output_tokens = out.usage_in_stream ? r.usage.output_tokens : static_cast<int64_t>((r.text.size() + 3) / 4);
+    out.output_tokens = out.usage_in_stream ? r.usage.output_tokens : llm::estimate_tokens(r.text.size());
     out.stop_reason = r.stop_reason;
     out.finished = !r.stop_reason.empty();
     out.answer = r.text;

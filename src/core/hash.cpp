@@ -10,20 +10,6 @@
 
 namespace kforge {
 
-std::string sha256_hex(std::string_view data) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  EVP_Digest(data.data(), data.size(), md, &n, EVP_sha256(), nullptr);
-  std::string out;
-  out.reserve(2 * n);
-  char buf[3];
-  for (unsigned i = 0; i < n; ++i) {
-    std::snprintf(buf, sizeof buf, "%02x", md[i]);
-    out += buf;
-  }
-  return out;
-}
-
 namespace {
 std::string hex_of(const unsigned char* md, unsigned n) {
   std::string out;
@@ -36,6 +22,13 @@ std::string hex_of(const unsigned char* md, unsigned n) {
   return out;
 }
 } // namespace
+
+std::string sha256_hex(std::string_view data) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_Digest(data.data(), data.size(), md, &n, EVP_sha256(), nullptr);
+  return hex_of(md, n);
+}
 
 std::string sha256_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);

@@ -58,6 +58,8 @@ std::string spec_problem(std::string_view spec) {
                      did_you_mean(scheme, k_schemes));
 }
 
+bool is_http_url(std::string_view u) { return u.starts_with("http://") || u.starts_with("https://"); }
+
 bool valid_env_name(std::string_view s) {
   if (s.empty() || (s[0] >= '0' && s[0] <= '9')) return false;
   return std::all_of(s.begin(), s.end(), [](char c) {
@@ -176,7 +178,7 @@ public:
     e.spec = *spec;
     if (auto w = number_in(t, key, "weight", 0, true)) e.weight = *w;
     if (auto u = string(t, key, "base_url")) {
-      if (!u->starts_with("http://") && !u->starts_with("https://"))
+      if (!is_http_url(*u))
         fail(t.get("base_url")->source(), sub(key, "base_url"),
              fmt::format("must be an http:// or https:// URL, got '{}'", *u));
       e.base_url = *u;
@@ -370,7 +372,7 @@ void require_models(const llm_config& cfg) {
 }
 
 std::string checked_base_url(const std::string& url, std::string_view where) {
-  if (!url.starts_with("http://") && !url.starts_with("https://"))
+  if (!is_http_url(url))
     KFORGE_THROW(usage, "{}: must be an http:// or https:// URL, e.g. http://127.0.0.1:8080/v1, got '{}'", where, url);
   return url;
 }

@@ -47,11 +47,9 @@ void http_provider::learn_from_cut_stream() {
   // Called with this call's slot still held. A stream cut while others ran beside it is
   // what llama.cpp-style servers do when a new request arrives: send fewer at once.
   const int busy = m_slots->in_flight();
-  if (busy <= 1) return;
-  const int before = m_slots->limit();
-  if (m_slots->lower_to(busy - 1))
+  if (busy > 1 && m_slots->lower_to(busy - 1)) // lowered: the limit is now busy - 1
     warn(m_base_url + " cut a streamed answer short while " + std::to_string(busy) +
-         " calls ran at once; kforge now sends it at most " + std::to_string(std::min(before, busy - 1)) +
+         " calls ran at once; kforge now sends it at most " + std::to_string(busy - 1) +
          " at a time (set max_concurrency for this model in kforge.toml to choose)");
 }
 

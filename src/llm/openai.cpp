@@ -4,6 +4,7 @@
 #include "llm/http_error.hpp"
 #include "llm/http_provider.hpp"
 #include "llm/sse.hpp"
+#include "llm/usage.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -30,13 +31,6 @@ nlohmann::json request_body(const request& req, bool max_completion_tokens) {
 } // namespace openai
 
 namespace {
-
-/// "about N tokens" for the prompt, for a message about context size.
-std::string prompt_size(const request& req) {
-  std::size_t bytes = req.system.size();
-  for (const auto& m : req.messages) bytes += m.text.size();
-  return "the prompt is about " + std::to_string((bytes + 3) / 4) + " tokens";
-}
 
 int64_t int_at(const nlohmann::json& j, const char* key) {
   auto it = j.find(key);
@@ -125,8 +119,8 @@ private:
       if (!done && out.text.empty() && out.stop_reason.empty())
         throw error(error_kind::bad_request, // this prompt, not the server: no retry
                     "openai: " + h.url + " ended the stream before any answer (no text, no [DONE]); llama.cpp's "
-                    "server does this when the prompt does not fit its context (" + prompt_size(req) +
-                    "): start it with a larger context (-c / n_ctx) or use a model with one");
+                    "server does this when the prompt does not fit its context (the prompt is about " +
+                    std::to_string(estimate_usage(req, {}).input_tokens) + " tokens): start it with a larger context (-c / n_ctx) or use a model with one");
       if (!done)
         throw error(error_kind::truncated, "openai: the stream ended without [DONE]; the answer is truncated",
                     false) // retried by the caller, which records the partial answer first

@@ -117,12 +117,14 @@ ledger_totals ledger::totals() const {
   return m_totals;
 }
 
+int64_t estimate_tokens(std::size_t bytes) { return static_cast<int64_t>((bytes + 3) / 4); }
+
 usage estimate_usage(const request& req, std::string_view answer) {
   std::size_t prompt = req.system.size();
   for (auto& m : req.messages) prompt += m.text.size();
   usage u;
-  u.input_tokens = static_cast<int64_t>((prompt + 3) / 4);
-  u.output_tokens = static_cast<int64_t>((answer.size() + 3) / 4);
+  u.input_tokens = estimate_tokens(prompt);
+  u.output_tokens = estimate_tokens(answer.size());
   u.estimated = true;
   return u;
 }

@@ -57,9 +57,12 @@ struct budget {
 ///         [llm.prices."SPEC"] table to add.
 void require_prices(const llm_config& cfg, const budget& b);
 
-/// Counts for a call whose server sent none: about four bytes of text a token (English prose
-/// and code with common BPE vocabularies), the prompt from the system and message texts.
-/// Marked `estimated`; budgets spend it like reported counts.
+/// Tokens in `bytes` of text by kforge's one rule of thumb: about four bytes a token (English
+/// prose and code with common BPE vocabularies). Every estimate kforge shows uses it.
+[[nodiscard]] int64_t estimate_tokens(std::size_t bytes);
+
+/// Counts for a call whose server sent none, by estimate_tokens: the prompt from the system
+/// and message texts. Marked `estimated`; budgets spend it like reported counts.
 [[nodiscard]] usage estimate_usage(const request& req, std::string_view answer);
 
 /// One finished LLM call, successful or not.

@@ -129,8 +129,8 @@ private:
     m_streams.erase(key);
   }
   // Text arriving: at most one "llm_progress" event a second, over every call streaming.
-  // Tokens are counted as the estimate does (about four bytes a token): the server's own
-  // count comes only at the end, if at all.
+  // Tokens are estimated (llm::estimate_tokens): the server's own count comes only at the
+  // end, if at all.
   void progress_add(int64_t key, std::size_t bytes) {
     std::lock_guard lock(m_progress_mu);
     auto it = m_streams.find(key);
@@ -143,7 +143,7 @@ private:
     int64_t tokens = 0;
     for (const auto& [k, st] : m_streams) {
       const double s = std::chrono::duration<double>(now - st.started).count();
-      const int64_t t = static_cast<int64_t>((st.bytes + 3) / 4);
+      const int64_t t = llm::estimate_tokens(st.bytes);
       tokens += t;
       if (s > 0) rate += t / s;
       oldest = std::max(oldest, s);
