@@ -2,6 +2,11 @@
 // Shared by the test executables: temporary folders, files, and the built binaries.
 #include "core/fs.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <cstdlib>
 #include <random>
@@ -55,5 +60,20 @@ inline std::string read_test_file(const std::string& relative) {
 inline std::filesystem::path problems_dir() { return source_dir() / "problems" / "cpu"; }
 inline std::filesystem::path worker_binary() { return env_path("KFORGE_WORKER", KFORGE_WORKER_BINARY); }
 inline std::filesystem::path kforge_binary() { return env_path("KFORGE_BINARY", KFORGE_BINARY); }
+
+/// A loopback TCP port nothing listens on (bound to a free port, then closed): a server
+/// that is down. -1 when no socket could be bound.
+inline int closed_loopback_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t n = sizeof a;
+  const bool bound = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+                     ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n) == 0;
+  ::close(fd);
+  return bound ? ntohs(a.sin_port) : -1;
+}
 
 } // namespace kforge::test

@@ -469,11 +469,6 @@ struct silent_listener {
   ~silent_listener() { ::close(fd); }
 };
 
-int closed_port() {
-  silent_listener l; // bound, then closed: nothing listens there afterwards
-  return l.port;
-}
-
 // The LLM variables of the developer's shell must not leak into these runs.
 void clear_llm_environment() {
   for (auto v : {"OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "KFORGE_CONFIG"})
@@ -498,7 +493,7 @@ TEST(cli, a_server_that_refuses_ends_the_run_at_once_with_exit_2) {
   clear_llm_environment();
   test::temp_dir d;
   const auto db = (d / "k.db").string();
-  const std::string url = "http://127.0.0.1:" + std::to_string(closed_port()) + "/v1";
+  const std::string url = "http://127.0.0.1:" + std::to_string(test::closed_loopback_port()) + "/v1";
   auto r = kforge_run({"--db", db, "optimize", problem("gelu"), "--strategy", "refine", "--llm", "openai:gemma",
                        "--base-url", url, "--trials", "1", "--time-budget", "0.2", "--tune-budget", "1"});
   EXPECT_EQ(r.code, 2) << r.out;
@@ -561,7 +556,7 @@ TEST(cli, a_killed_optimize_is_interrupted_and_resumes) {
   EXPECT_NE(run.stop_reason.find("pid " + std::to_string(pid)), std::string::npos) << run.stop_reason;
 
   // --resume continues it: the seed is not judged again; this time the server is gone.
-  const std::string gone = "http://127.0.0.1:" + std::to_string(closed_port()) + "/v1";
+  const std::string gone = "http://127.0.0.1:" + std::to_string(test::closed_loopback_port()) + "/v1";
   auto r = kforge_run({"--db", db, "optimize", problem("gelu"), "--resume", std::to_string(run.id), "--llm",
                        "openai:gemma", "--base-url", gone});
   EXPECT_EQ(r.code, 2) << r.out;

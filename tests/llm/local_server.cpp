@@ -18,15 +18,8 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 #include <thread>
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 using namespace kforge::llm;
 using kforge::llm::test::mock_server;
@@ -37,13 +30,7 @@ namespace {
 
 bool contains(const std::string& s, std::string_view part) { return s.find(part) != std::string::npos; }
 
-std::string recorded(const std::string& name) {
-  std::ifstream in(std::string(KFORGE_TEST_DIR) + "/llm/data/" + name, std::ios::binary);
-  EXPECT_TRUE(in) << name;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string recorded(const std::string& name) { return kforge::test::read_test_file("llm/data/" + name); }
 
 // A base URL of the test's own (the prefix), so endpoint limits of other tests never apply.
 provider_options local(const mock_server& s, std::string_view prefix) {
@@ -275,16 +262,8 @@ TEST(local_server, a_slow_stream_ends_on_silence_not_on_length) {
 }
 
 TEST(local_server, a_refused_connection_ends_the_run_and_names_the_url) {
-  // Bind a free port, then close it: nothing listens there.
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  socklen_t n = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n);
-  ::close(fd);
-  const int port = ntohs(a.sin_port);
+  const int port = kforge::test::closed_loopback_port();
+  ASSERT_GT(port, 0);
   provider_options o{.base_url = "http://127.0.0.1:" + std::to_string(port) + "/v1"};
   o.retry.base_delay = 1ms;
   auto p = make_provider("openai:m", o);

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -471,32 +472,49 @@ int wait_for(pid_t pid) {
   return status;
 }
 
-} // namespace
-
-TEST_F(StoreTest, WritesSurviveAKilledProcess) {
-  // The child must be the first to open the file: no connection crosses the fork.
-  const fs::path path = db_path();
-  pid_t child = ::fork();
-  ASSERT_GE(child, 0);
+/// Runs `work` in a child process that opens the store at `path` first (no connection
+/// crosses the fork), then dies by SIGKILL still holding it open.
+/// @return the child's pid; -1, with a test failure, when it ended any other way.
+pid_t die_holding(const fs::path& path, const std::function<void(store&)>& work) {
+  const pid_t child = ::fork();
+  if (child < 0) {
+    ADD_FAILURE() << "fork failed";
+    return -1;
+  }
   if (child == 0) {
     try {
       auto* db = new store(path); // never closed: the process dies holding it
-      auto cid = db->put_candidate(db->put_problem(problem()), "src", "file", "k.cu");
-      auto done = db->begin_evaluation(cid, std::nullopt, R"({"n":1})");
-      db->put_check(done, {"tolerance", "normal", 0, true, "{}"});
-      db->put_timing(done, timing("candidate", 1e-3));
-      db->finish_evaluation(done, "passed", "ok", R"({"status":"passed"})");
-      auto begun = db->begin_evaluation(cid, std::nullopt, R"({"n":2})");
-      db->put_check(begun, {"tolerance", "normal", 0, false, "{}"});
+      work(*db);
     } catch (...) {
       ::_exit(3);
     }
     ::raise(SIGKILL);
     ::_exit(4); // not reached
   }
-  int status = wait_for(child);
-  ASSERT_TRUE(WIFSIGNALED(status)) << "child exited with " << (WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-  ASSERT_EQ(WTERMSIG(status), SIGKILL);
+  const int status = wait_for(child);
+  if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL) {
+    ADD_FAILURE() << "child exited with " << (WIFEXITED(status) ? WEXITSTATUS(status) : -1) << ", not by SIGKILL";
+    return -1;
+  }
+  return child;
+}
+
+} // namespace
+
+TEST_F(StoreTest, WritesSurviveAKilledProcess) {
+  // The child must be the first to open the file: no connection crosses the fork.
+  const fs::path path = db_path();
+  ASSERT_GT(die_holding(path,
+                        [&](store& db) {
+                          auto cid = db.put_candidate(db.put_problem(problem()), "src", "file", "k.cu");
+                          auto done = db.begin_evaluation(cid, std::nullopt, R"({"n":1})");
+                          db.put_check(done, {"tolerance", "normal", 0, true, "{}"});
+                          db.put_timing(done, timing("candidate", 1e-3));
+                          db.finish_evaluation(done, "passed", "ok", R"({"status":"passed"})");
+                          auto begun = db.begin_evaluation(cid, std::nullopt, R"({"n":2})");
+                          db.put_check(begun, {"tolerance", "normal", 0, false, "{}"});
+                        }),
+            0);
 
   store db(path);
   auto list = db.list_evaluations();
@@ -617,20 +635,9 @@ TEST_F(StoreTest, Version5RowsLeftRunningAreNotGuessedAbout) {
 
 TEST_F(StoreTest, ARunOfAKilledKforgeIsMarkedInterruptedOnOpenAndResumable) {
   const fs::path path = db_path();
-  pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    try {
-      auto* db = new store(path); // never closed: the process dies holding it
-      (void)db->begin_run(db->put_problem(problem()), "refine", R"({"who":"child"})");
-    } catch (...) {
-      ::_exit(3);
-    }
-    ::raise(SIGKILL);
-    ::_exit(4);
-  }
-  int status = wait_for(child);
-  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  const pid_t child = die_holding(
+      path, [&](store& db) { (void)db.begin_run(db.put_problem(problem()), "refine", R"({"who":"child"})"); });
+  ASSERT_GT(child, 0);
   EXPECT_EQ(raw_query(path, "SELECT status FROM runs"), std::vector<std::string>{"running"});
   store db(path);
   auto run = db.list_runs().at(0);
@@ -668,22 +675,12 @@ TEST_F(StoreTest, AnLlmCallSaysWhetherItsTokensWereEstimated) {
 TEST_F(StoreTest, AnEvaluationOfAKilledKforgeIsMarkedInterruptedOnOpen) {
   // The child must be the first to open the file: no connection crosses the fork.
   const fs::path path = db_path();
-  pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    try {
-      auto* db = new store(path); // never closed: the process dies holding it
-      auto cid = db->put_candidate(db->put_problem(problem()), "src", "file", "k.cu");
-      auto eid = db->begin_evaluation(cid, std::nullopt, R"({"who":"child"})");
-      db->put_check(eid, {"tolerance", "normal", 0, true, "{}"});
-    } catch (...) {
-      ::_exit(3);
-    }
-    ::raise(SIGKILL);
-    ::_exit(4);
-  }
-  int status = wait_for(child);
-  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  const pid_t child = die_holding(path, [&](store& db) {
+    auto cid = db.put_candidate(db.put_problem(problem()), "src", "file", "k.cu");
+    auto eid = db.begin_evaluation(cid, std::nullopt, R"({"who":"child"})");
+    db.put_check(eid, {"tolerance", "normal", 0, true, "{}"});
+  });
+  ASSERT_GT(child, 0);
   // Until someone opens the store, the killed evaluation still reads "running".
   EXPECT_EQ(raw_query(path, "SELECT status FROM evaluations"), std::vector<std::string>{"running"});
 
