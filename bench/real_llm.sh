@@ -39,11 +39,17 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
   --n_ctx "$N_CTX" > "$tmp/server.log" 2>&1 &
 server_pid=$!
 base=http://127.0.0.1:$port/v1
-for _ in $(seq 120); do
-  curl -sf "$base/models" >/dev/null 2>&1 && break
-  sleep 1
-done
-curl -sf "$base/models" >/dev/null || { echo "real_llm: the server did not start:" >&2; tail -20 "$tmp/server.log" >&2; exit 1; }
+# Waits up to 120 s for the server to list its models (python3: curl may not be installed).
+python3 - "$base/models" <<'PY' || { echo "real_llm: the server did not start:" >&2; tail -20 "$tmp/server.log" >&2; exit 1; }
+import sys, time, urllib.request
+for _ in range(120):
+    try:
+        urllib.request.urlopen(sys.argv[1], timeout=2).read()
+        sys.exit(0)
+    except Exception:
+        time.sleep(1)
+sys.exit(1)
+PY
 
 # The defaults for a loopback server (one call at a time, max_tokens 4096) are what is
 # measured; max_tokens is lowered only to keep the bench short.
