@@ -3,7 +3,7 @@
 # calibration, kforge's own evaluation latency, and the GPU problems' seeds.
 # Results go to $OUT (or ./device-out). Knobs: DEVICE_TORCH=1 (bridge tests, DEVICE_PARITY
 # problems), DEVICE_SUITE=1 (bench/kernelbench), SKIP_GPU_TESTS, SKIP_CALIBRATE, SKIP_LATENCY,
-# SKIP_SANITIZE, DEVICE_PROBLEMS/OPTIMIZE/PROFILE/EXTRA/CHECK (see below), DEVICE_TOOL_PROBE=1
+# SKIP_SANITIZE, GPU_FILTER/GPU_TIMEOUT (a gtest filter and limit for the GPU tests), DEVICE_PROBLEMS/OPTIMIZE/PROFILE/EXTRA/CHECK (see below), DEVICE_TOOL_PROBE=1
 # (bench/tool_confinement/probe.sh; KFORGE_TOOL_SANDBOX=none then confines the tools' runs). Always: kforge doctor and
 # bench_confine_start (what confinement is in force there, and what it costs per start).
 set -uo pipefail
@@ -45,7 +45,7 @@ KFORGE=dist/kforge /usr/bin/time -f '%e s wall' timeout ${SUITE_TIMEOUT:-540} be
 fi
 [ -n "${SKIP_GPU_TESTS:-}" ] || {
 echo "=== GPU tests"
-timeout 420 dist/test_gpu 2>&1 | tee "$OUT/test_gpu.log" | grep -E "^\[  |Failure|Which is|status" | head -60
+timeout ${GPU_TIMEOUT:-420} dist/test_gpu ${GPU_FILTER:+--gtest_filter=$GPU_FILTER} 2>&1 | tee "$OUT/test_gpu.log" | grep -E "^\[  |Failure|Which is|status" | head -60
 }
 [ -n "${SKIP_CALIBRATE:-}" ] || { echo "=== calibrate"; dist/kforge calibrate; }
 if [ -z "${SKIP_LATENCY:-}" ]; then

@@ -13,4 +13,9 @@ done
 if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
   "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" -O2 -arch=sm_90 -o dist/tool_vecadd bench/tool_confinement/vecadd.cu
 fi
+# strace and its libraries, for the probe's trace of what a confined tool is refused (diagnosis only).
+if command -v strace >/dev/null; then
+  mkdir -p dist/strace/lib && cp "$(command -v strace)" dist/strace/
+  ldd "$(command -v strace)" | awk '/=> \//{print $3}' | grep -vE "/libc.so" | xargs -r cp -t dist/strace/lib
+fi
 ls -la dist

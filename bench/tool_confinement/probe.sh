@@ -37,6 +37,10 @@ variants=(
  'net_all|["network_namespace","landlock_network","seccomp"]'
  'only_env|["user_namespace","pid_namespace","network_namespace","mount_namespace","landlock_filesystem","landlock_network","landlock_scope","seccomp","no_new_privs","limits"]'
  "none|$ALL")
+# PROBE_VARIANTS="all no_llfs": only those (by name).
+if [ -n "${PROBE_VARIANTS:-}" ]; then
+  keep=(); for vs in "${variants[@]}"; do [[ " $PROBE_VARIANTS " == *" ${vs%%|*} "* ]] && keep+=("$vs"); done; variants=("${keep[@]}")
+fi
 run_one() { # tool-name tool variant skip
   local name=$1 tool=$2 v=$3 skip=$4 pol log
   pol=$(mk_policy "$tool" "$skip")
@@ -48,6 +52,22 @@ run_one() { # tool-name tool variant skip
   { echo "##### $name $v rc=$rc $(python3 -c "print(round($t1-$t0,1))") s skip=$skip"; echo "$o" | grep -v '^{"landlock_abi' | tail -n 30; } > "$OUT/probe_${name}_$v.txt"
   echo "$name $v rc=$rc"
 }
+# With strace beside it (scripts/dist.sh bundles the build machine's into dist/strace): the run
+# with every layer again, traced from outside the sandbox, keeping the calls that were refused.
+trace_all() { # tool-name tool
+  local name=$1 tool=$2 pol st=$HERE/strace/strace
+  [ -x "$st" ] || { echo "no $st: no trace"; return; }
+  pol=$(mk_policy "$tool" '[]')
+  if [ "$name" = san ]; then args=("$tool" --tool memcheck --log-file san.log "$VECADD")
+  else args=("$tool" --target-processes all --metrics gpu__time_duration.sum --log-file ncu.log "$VECADD"); fi
+  LD_LIBRARY_PATH=$HERE/strace/lib timeout -k 2 20 "$st" -f -Z -qq -s 96 -o "$OUT/strace_$name.raw" \
+    "$CONF" --policy "$pol" -- /bin/sh -c '"$@"' sh "${args[@]}" > "$OUT/strace_${name}_out.txt" 2>&1
+  echo "$name traced rc=$?"
+  grep -vE "ENOENT|EAGAIN|ECHILD|ENOTTY|EINPROGRESS|ERESTART|EINTR|ETIMEDOUT|resumed>" "$OUT/strace_$name.raw" \
+    | sed -E 's/^[0-9]+ +//' | sort | uniq -c | sort -rn | head -80 > "$OUT/strace_$name.txt"
+  gzip -f "$OUT/strace_$name.raw"
+}
+trace_all san "$SAN"; trace_all ncu "$NCU"
 echo "=== baselines, unconfined"
 (cd /tmp && timeout 25 "$SAN" --tool memcheck "$VECADD" 2>&1 | tail -4)
 (cd /tmp && timeout 25 "$NCU" --target-processes all --metrics gpu__time_duration.sum "$VECADD" 2>&1 | tail -6)
