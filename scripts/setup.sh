@@ -2,6 +2,8 @@
 # Sets up a fresh Debian machine for kforge and builds it.
 #   scripts/setup.sh            install what is missing, then configure and build into build/
 #   scripts/setup.sh --deps     install only
+#   scripts/setup.sh --test-deps  install only, with what the tests alone need (a headless
+#                                 Chromium that renders kforge report's pages; scripts/test.sh)
 # Idempotent: packages already present are not fetched again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +15,9 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcurl4-openssl-dev libcpp-httplib-dev
   libseccomp-dev
+  libjs-chart.js libjs-d3 libjs-highlight.js
 )
+[ "${1:-}" = "--test-deps" ] && APT_PACKAGES+=(chromium-headless-shell)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -90,7 +94,7 @@ if [ -z "${KFORGE_NO_TORCH:-}" ] && ! .venv/bin/python3 -c "import torch" >/dev/
   fi
 fi
 
-[ "${1:-}" = "--deps" ] && exit 0
+case "${1:-}" in --deps|--test-deps) exit 0;; esac
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 # The main job needs kforge and the helpers it starts (kforge-worker, kforge-confine,

@@ -3,7 +3,7 @@
 # Tests labelled "gpu" need an NVIDIA GPU; without one they are skipped, and this says so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh --deps
+scripts/setup.sh --test-deps
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)"
 # Tests build kernels into the cache: keep CI's cache inside the build tree.
