@@ -18,26 +18,16 @@ namespace kforge::bridge {
 namespace fs = std::filesystem;
 namespace {
 
-// `rel` in the checkout the binary sits in (build/ or dist/ beside it), else in the source
-// tree it was built from; empty when neither has it.
-fs::path find_in_checkout(const fs::path& rel) {
-  for (const auto& root : {self_exe().parent_path().parent_path(), fs::path(KFORGE_SOURCE_DIR)}) {
-    std::error_code ec;
-    if (fs::is_regular_file(root / rel, ec)) return root / rel;
-  }
-  return {};
-}
-
 fs::path helper_script() {
   if (const char* e = std::getenv("KFORGE_TORCH_HELPER"); e && *e) return e;
-  auto p = find_in_checkout("python/kforge_torch.py");
-  return p.empty() ? fs::path(KFORGE_SOURCE_DIR) / "python" / "kforge_torch.py" : p; // named when missing
+  return data_path("python/kforge_torch.py");
 }
 
 // $KFORGE_PYTHON; the venv scripts/setup.sh makes (.venv beside build/); python3 on PATH.
 std::string find_python() {
   if (const char* e = std::getenv("KFORGE_PYTHON"); e && *e) return e;
-  if (auto p = find_in_checkout(".venv/bin/python3"); !p.empty()) return p.string();
+  std::error_code ec;
+  if (auto p = data_path(".venv/bin/python3"); fs::is_regular_file(p, ec)) return p.string();
   auto p = find_on_path("python3");
   return p.empty() ? std::string() : p.string();
 }

@@ -190,10 +190,7 @@ artifact cached_compile(const std::string& toolchain, const std::string& exe, st
 
 std::filesystem::path abi_include_dir() {
   if (const char* v = std::getenv("KFORGE_INCLUDE"); v && *v) return v;
-  // Installed layout first (bin/../include), then the source tree this binary was built from.
-  auto beside = self_exe().parent_path().parent_path() / "include";
-  if (std::filesystem::exists(beside / "kforge" / "kernel.h")) return beside;
-  return std::filesystem::path(KFORGE_SOURCE_DIR) / "include";
+  return data_path("include");
 }
 
 artifact compile_host(const request& rq) {
@@ -208,7 +205,7 @@ artifact compile_host(const request& rq) {
 
 std::filesystem::path cutlass_include_dir() {
   if (const char* v = std::getenv("KFORGE_CUTLASS"); v && *v) return v;
-  const auto d = abi_include_dir().parent_path() / "third_party" / "cutlass" / "include";
+  const auto d = data_path("third_party/cutlass/include");
   return std::filesystem::exists(d / "cute" / "tensor.hpp") ? d : std::filesystem::path();
 }
 

@@ -45,6 +45,26 @@ std::filesystem::path cache_root() {
 
 std::filesystem::path self_exe() { return std::filesystem::read_symlink("/proc/self/exe"); }
 
+std::filesystem::path data_path(const std::filesystem::path& rel) {
+  std::vector<std::filesystem::path> roots;
+  bool in_build_tree = true; // no /proc: only the source tree is left to try
+  try {
+    const auto exe = self_exe();
+    const auto prefix = exe.parent_path().parent_path();
+    roots = {prefix / "share" / "kforge", prefix};
+    const std::string build_dir = KFORGE_BINARY_DIR;
+    in_build_tree = exe.string().starts_with(build_dir + "/");
+  } catch (const std::exception&) {
+  }
+  // The source tree only for programs still in the build tree (tests, build/kforge): an
+  // installed or copied kforge must find its own data, or say where it looked.
+  if (in_build_tree || roots.empty()) roots.emplace_back(KFORGE_SOURCE_DIR);
+  std::error_code ec;
+  for (const auto& r : roots)
+    if (std::filesystem::exists(r / rel, ec)) return r / rel;
+  return roots.back() / rel;
+}
+
 std::filesystem::path find_on_path(const std::string& name) {
   std::error_code ec;
   if (const char* path = std::getenv("PATH")) {

@@ -18,6 +18,13 @@ void write_file_atomic(const std::filesystem::path& p, const std::vector<std::st
 [[nodiscard]] std::filesystem::path cache_root();
 /// @return the path of the running executable (/proc/self/exe).
 [[nodiscard]] std::filesystem::path self_exe();
+/// Where one of kforge's data files or folders is (prompts/, controls/, include/, python/,
+/// html/, third_party/...), so that a kforge copied or installed elsewhere finds its own:
+///   1. <exe dir>/../share/kforge/<rel>   (cmake --install's layout: bin/kforge)
+///   2. <exe dir>/../<rel>                (a checkout: build/kforge or dist/kforge)
+///   3. <the source tree it was built from>/<rel>, only for a program in its build tree
+/// @return the first that exists, else the last tried (so that a message names a place).
+[[nodiscard]] std::filesystem::path data_path(const std::filesystem::path& rel);
 /// The first regular file `name` in a $PATH directory; empty when none.
 [[nodiscard]] std::filesystem::path find_on_path(const std::string& name);
 

@@ -446,13 +446,7 @@ idea finish_idea(const item_head& h, std::vector<std::string> body) {
 
 std::filesystem::path default_prompts_dir() {
   if (const char* v = std::getenv("KFORGE_PROMPTS"); v && *v) return v;
-  try {
-    const auto installed = self_exe().parent_path().parent_path() / "share" / "kforge" / "prompts";
-    std::error_code ec;
-    if (std::filesystem::is_directory(installed, ec)) return installed;
-  } catch (const std::exception&) { // no /proc: fall back to the source tree
-  }
-  return std::filesystem::path(KFORGE_SOURCE_DIR) / "prompts";
+  return data_path("prompts");
 }
 
 std::string idea::text() const { return body.empty() ? title : title + "\n" + body; }

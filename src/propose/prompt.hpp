@@ -27,9 +27,8 @@
 
 namespace kforge::propose {
 
-/// Where the prompt templates are: $KFORGE_PROMPTS if set, else
-/// <dir of the running executable>/../share/kforge/prompts if it exists, else the source
-/// tree's prompts/ (KFORGE_SOURCE_DIR "/prompts").
+/// Where the prompt templates are: $KFORGE_PROMPTS if set, else data_path("prompts")
+/// (core/fs.hpp: installed, beside the executable's checkout, or the source tree).
 [[nodiscard]] std::filesystem::path default_prompts_dir();
 
 /// The device a problem is optimised for, as prompts describe it.

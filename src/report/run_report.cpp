@@ -469,8 +469,6 @@ namespace {
 
 std::filesystem::path abi_header(const std::string& name) {
   auto p = build::abi_include_dir() / "kforge" / name;
-  if (std::filesystem::exists(p)) return p;
-  p = std::filesystem::path(KFORGE_SOURCE_DIR) / "include" / "kforge" / name;
   if (!std::filesystem::exists(p))
     KFORGE_THROW(internal, "{}: kforge's ABI header is missing (set KFORGE_INCLUDE to the folder holding kforge/)",
                  p.string());

@@ -51,8 +51,7 @@ fs::path find_cuobjdump() {
     return nvcc.parent_path() / "cuobjdump";
   if (auto p = find_on_path("cuobjdump"); !p.empty()) return p;
   // scripts/setup.sh unpacks the nvidia-cuda-cuobjdump and -nvdisasm wheels here.
-  for (auto root : {self_exe().parent_path().parent_path(), fs::path(KFORGE_SOURCE_DIR)})
-    if (auto p = root / "third_party" / "cudatools" / "bin" / "cuobjdump"; fs::is_regular_file(p, ec)) return p;
+  if (auto p = data_path("third_party/cudatools/bin/cuobjdump"); fs::is_regular_file(p, ec)) return p;
   return {};
 }
 

@@ -149,10 +149,7 @@ std::string why_it_passes(const problem::problem& p, const std::string& control)
 
 std::filesystem::path controls_dir() {
   if (const char* v = std::getenv("KFORGE_CONTROLS"); v && *v) return v;
-  // Installed layout first (bin/../controls), then the source tree this binary was built from.
-  auto beside = self_exe().parent_path().parent_path() / "controls";
-  if (std::filesystem::exists(beside / "cpu" / "zeros.cpp")) return beside;
-  return std::filesystem::path(KFORGE_SOURCE_DIR) / "controls";
+  return data_path("controls");
 }
 
 std::vector<control_kernel> control_kernels(const problem::problem& p, int device) {
