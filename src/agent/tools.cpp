@@ -10,6 +10,7 @@
 #include "device/calibration.hpp"
 #include "problem/problem.hpp"
 #include "profile/digest.hpp"
+#include "report/html_report.hpp"
 #include "report/run_report.hpp"
 #include "search/record.hpp"
 #include "search/strategy.hpp"
@@ -698,6 +699,44 @@ tool export_tool(const std::filesystem::path& db_path) {
   return t;
 }
 
+tool report_tool(const std::filesystem::path& db_path) {
+  tool t;
+  t.name = "report";
+  t.title = "Write an HTML report";
+  t.description =
+      "Write a self-contained HTML report (opens with no network) of a kforge run or of every evaluation of a "
+      "problem: progress over evaluations, time, tokens and cost; the lineage of candidates and ideas; a roofline "
+      "chart; the best kernel's source and its diff against its parent; why candidates failed; LLM use. Returns "
+      "the file's path and the key numbers. Give `run` or `problem`.";
+  t.input_schema = {
+      {"type", "object"},
+      {"properties",
+       {{"run", {{"type", "integer"}, {"minimum", 1}, {"description", "A run id (tune answers with its run id)"}}},
+        {"problem", {{"type", "string"}, {"description", "A problem's name: a report of all its evaluations"}}},
+        {"path", {{"type", "string"}, {"description", "The HTML file to write (default ./report-run-N.html or ./report-PROBLEM.html)"}}}}},
+      {"additionalProperties", false}};
+  t.run = [db_path](const json& args) {
+    if (args.contains("run") == args.contains("problem")) KFORGE_THROW(usage, "report: give `run` or `problem`, exactly one");
+    require_db(db_path);
+    store::store db(db_path);
+    json doc;
+    std::string name;
+    if (args.contains("run")) {
+      doc = report::report_of_run(db, args["run"].get<int64_t>());
+      name = fmt::format("report-run-{}.html", args["run"].get<int64_t>());
+    } else {
+      doc = report::report_of_problem(db, args["problem"].get<std::string>());
+      name = fmt::format("report-{}.html", args["problem"].get<std::string>());
+    }
+    const auto path = std::filesystem::absolute(args.contains("path") ? args["path"].get<std::string>() : name);
+    write_file_atomic(path, report::render_html(doc));
+    json j{{"path", path.string()}, {"kind", doc["kind"]}, {"title", doc["title"]}, {"summary", doc["summary"]}};
+    return tool_result{.structured = j, .text = fmt::format("wrote {} ({})\n{}", path.string(),
+                                                            doc["title"].get<std::string>(), doc["summary"].dump())};
+  };
+  return t;
+}
+
 } // namespace
 
 tool_registry make_kforge_tools(const std::filesystem::path& db_path) {
@@ -709,6 +748,7 @@ tool_registry make_kforge_tools(const std::filesystem::path& db_path) {
   r.add(history_tool(db_path));
   r.add(best_tool(db_path));
   r.add(export_tool(db_path));
+  r.add(report_tool(db_path));
   return r;
 }
 

@@ -6,6 +6,8 @@
 #include "cli/format.hpp"
 #include "core/error.hpp"
 #include "llm/config.hpp"
+#include "core/fs.hpp"
+#include "report/html_report.hpp"
 #include "report/suite.hpp"
 #include "search/llm_gateway.hpp"
 #include "search/record.hpp"
@@ -37,7 +39,7 @@ std::vector<fs::path> problem_dirs(const fs::path& dir) {
 }
 
 struct suite_opts {
-  std::string dir, candidates, strategy, config;
+  std::string dir, candidates, strategy, config, report;
   std::vector<std::string> llm;
   bool optimize = false;
   std::optional<int> budget;
@@ -121,6 +123,7 @@ command_fn add_suite_command(CLI::App& app, global_options& g) {
       ->needs(optimize);
   sub->add_option("--seed", o->seed, "Fix the trial seeds (with --optimize: the strategy's random seed)");
   sub->add_flag("--json", g.json, "Print the report as JSON (schema kforge.suite/1, docs/json.md)");
+  sub->add_option("--report", o->report, "Also write the suite as an HTML report to this file (as kforge report --suite)");
   return [o, &g]() {
     const auto dirs = problem_dirs(o->dir);
     const fs::path cdir = o->candidates;
@@ -190,15 +193,16 @@ command_fn add_suite_command(CLI::App& app, global_options& g) {
       rows.push_back(std::move(r));
     }
 
-    if (g.json) {
-      auto j = report::suite_json(rows);
-      j["dir"] = fs::absolute(o->dir).string();
-      j["optimize"] = o->optimize;
-      j["strategy"] = o->optimize ? nlohmann::json(strategy) : nlohmann::json();
-      std::cout << j.dump(2) << "\n";
-    } else {
-      std::cout << report::suite_table(rows);
+    auto j = report::suite_json(rows);
+    j["dir"] = fs::absolute(o->dir).string();
+    j["optimize"] = o->optimize;
+    j["strategy"] = o->optimize ? nlohmann::json(strategy) : nlohmann::json();
+    if (!o->report.empty()) {
+      write_file_atomic(o->report, report::render_html(report::report_of_suite(&db, j)));
+      if (progress) std::cerr << fmt::format("wrote {}\n", o->report);
     }
+    if (g.json) std::cout << j.dump(2) << "\n";
+    else std::cout << report::suite_table(rows);
     return exit_ok; // the suite ran; how its candidates fared is in the report
   };
 }

@@ -34,5 +34,6 @@ command_fn add_suite_command(CLI::App& app, global_options& g);
 command_fn add_import_command(CLI::App& app, global_options& g);
 command_fn add_doctor_command(CLI::App& app, global_options& g);
 command_fn add_llm_command(CLI::App& app, global_options& g);
+command_fn add_report_command(CLI::App& app, global_options& g);
 
 } // namespace kforge::cli

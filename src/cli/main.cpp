@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
   reg(add_export_command);
   reg(add_profile_command);
   reg(add_log_command);
+  reg(add_report_command);
   reg(add_mcp_command);
   reg(add_suite_command);
   reg(add_import_command);

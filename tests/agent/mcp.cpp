@@ -127,7 +127,7 @@ TEST(mcp, tools_list_has_every_tool_with_an_object_input_schema) {
     EXPECT_FALSE(t["description"].get<std::string>().empty()) << t["name"];
     EXPECT_TRUE(t["title"].is_string()) << t["name"];
   }
-  EXPECT_EQ(names, (std::set<std::string>{"describe_problem", "evaluate", "profile", "tune", "history", "best", "export"}));
+  EXPECT_EQ(names, (std::set<std::string>{"describe_problem", "evaluate", "profile", "tune", "history", "best", "export", "report"}));
 }
 
 TEST(mcp, unknown_method_is_32601_and_string_ids_are_echoed) {
@@ -312,7 +312,7 @@ TEST(mcp_session, scripted_agent_session_through_the_binary) {
   for (int id = 1; id <= 8; ++id) ASSERT_TRUE(by_id.count(id) && by_id[id].contains("result")) << id << "\n" << stderr_text;
 
   EXPECT_EQ(by_id[1]["result"]["protocolVersion"], "2025-06-18");
-  EXPECT_EQ(by_id[2]["result"]["tools"].size(), 7u);
+  EXPECT_EQ(by_id[2]["result"]["tools"].size(), 8u);
   const auto& described = by_id[3]["result"];
   EXPECT_EQ(described["structuredContent"]["name"], "gelu");
   EXPECT_EQ(described["structuredContent"]["backend"], "cpu");
@@ -375,7 +375,9 @@ TEST(mcp_session, scripted_agent_session_through_the_binary) {
   write_file_atomic(d / "requests2.jsonl",
                     request(1, "initialize", init_params("2025-03-26")).dump() + "\n" +
                         call(2, "export", {{"run", run}, {"dir", (d / "out").string()}}).dump() + "\n" +
-                        call(3, "export", {{"run", "r999"}}).dump() + "\n");
+                        call(3, "export", {{"run", "r999"}}).dump() + "\n" +
+                        call(4, "report", {{"run", run}, {"path", (d / "run.html").string()}}).dump() + "\n" +
+                        call(5, "report", {{"problem", "gelu"}}).dump() + "\n");
   rc = run_command({"sh", "-c",
                     fmt::format("cd '{}' && '{}' --db '{}' mcp < requests2.jsonl > responses2.jsonl 2>> stderr.txt",
                                 d.path.string(), test::kforge_binary().string(), db.string())},
@@ -384,7 +386,7 @@ TEST(mcp_session, scripted_agent_session_through_the_binary) {
   std::istringstream lines2(read_file(d / "responses2.jsonl"));
   std::vector<json> r2;
   for (std::string l; std::getline(lines2, l);) r2.push_back(json::parse(l));
-  ASSERT_EQ(r2.size(), 3u);
+  ASSERT_EQ(r2.size(), 5u);
   EXPECT_EQ(r2[1]["result"]["isError"], false) << r2[1];
   EXPECT_FALSE(r2[1]["result"].contains("structuredContent")); // 2025-03-26: text blocks only
   const auto exported = json::parse(r2[1]["result"]["content"][1]["text"].get<std::string>());
@@ -392,4 +394,18 @@ TEST(mcp_session, scripted_agent_session_through_the_binary) {
   for (const auto& f : exported["files"]) EXPECT_TRUE(std::filesystem::exists(f.get<std::string>())) << f;
   EXPECT_EQ(r2[2]["result"]["isError"], true); // no run 999: the tool says so
   EXPECT_NE(r2[2]["result"]["content"][0]["text"].get<std::string>().find("999"), std::string::npos);
+
+  // report: the page's path and the key numbers (text blocks in 2025-03-26: the second is the JSON)
+  ASSERT_EQ(r2[3]["result"]["isError"], false) << r2[3];
+  const auto rep = json::parse(r2[3]["result"]["content"][1]["text"].get<std::string>());
+  EXPECT_EQ(rep["path"], (d / "run.html").string());
+  EXPECT_EQ(rep["kind"], "run");
+  EXPECT_EQ(rep["summary"]["evaluations"], tj["evaluations"]);
+  EXPECT_GT(std::filesystem::file_size(d / "run.html"), 100'000u) << "the chart libraries are inlined";
+  ASSERT_EQ(r2[4]["result"]["isError"], false) << r2[4];
+  const auto per_problem = json::parse(r2[4]["result"]["content"][1]["text"].get<std::string>());
+  EXPECT_EQ(per_problem["path"], (d / "report-gelu.html").string()) << "relative to the server's folder";
+  // the two evaluate calls and the tune's new instances (its first, the seed itself, was judged already)
+  EXPECT_GE(per_problem["summary"]["evaluations"].get<int>(), 3);
+  EXPECT_LE(per_problem["summary"]["evaluations"].get<int>(), 2 + tj["evaluations"].get<int>());
 }
