@@ -4,6 +4,7 @@
 #include "build/compiler.hpp"
 #include "cli/commands.hpp"
 #include "cli/format.hpp"
+#include "cli/progress.hpp"
 #include "search/record.hpp"
 #include "core/error.hpp"
 #include "core/text.hpp"
@@ -11,6 +12,8 @@
 #include "eval/statistics.hpp"
 
 #include <iostream>
+
+#include <unistd.h>
 
 namespace kforge::cli {
 namespace {
@@ -100,6 +103,9 @@ command_fn add_eval_command(CLI::App& app, global_options& g) {
     eo.time_budget_s = o->budget;
     eo.timeout_s = o->timeout;
     eo.sanitize = o->sanitize;
+    // Its phases as they happen, on stderr (stdout keeps the verdict); nothing with --json.
+    phase_printer show(std::cerr, isatty(STDERR_FILENO));
+    if (!g.json) eo.observer.on_phase = show.callback();
     search::provenance from{.origin = "file", .hypothesis = o->hypothesis};
     if (!o->predict.empty()) from.predicted_s = parse_seconds(o->predict);
     for (auto& kv : o->params) {

@@ -1,6 +1,7 @@
 // kforge optimize PROBLEM: a budgeted search for a faster candidate (search/strategy.hpp).
 #include "cli/commands.hpp"
 #include "cli/format.hpp"
+#include "cli/progress.hpp"
 #include "core/error.hpp"
 #include "llm/config.hpp"
 #include "search/llm_gateway.hpp"
@@ -75,6 +76,16 @@ void print_event(const nlohmann::json& e) {
     std::cout << fmt::format("stopped: {}\n", e.value("reason", ""));
   }
   std::cout.flush();
+}
+
+/// The ticker's line: rewritten in place on a terminal, a plain line otherwise.
+void show_progress(const std::string& line) {
+  if (isatty(STDOUT_FILENO)) {
+    std::cout << "\r\033[K" << line << std::flush;
+    g_progress_shown = true;
+  } else {
+    std::cout << line << "\n" << std::flush;
+  }
 }
 
 } // namespace
@@ -155,6 +166,7 @@ command_fn add_optimize_command(CLI::App& app, global_options& g) {
 
     std::mutex out_mu;
     std::chrono::steady_clock::time_point last_json_progress{};
+    search_ticker ticker(s); // replaced by the session's own options (a resumed run's) below
     auto sink = [&](const nlohmann::json& e) {
       std::lock_guard lock(out_mu);
       if (g.json) {
@@ -167,6 +179,7 @@ command_fn add_optimize_command(CLI::App& app, global_options& g) {
         std::cout << e.dump() << "\n" << std::flush;
       } else {
         print_event(e);
+        if (auto line = ticker.on_event(e)) show_progress(*line);
       }
     };
     // Warnings from the LLM layer (a server that cuts streams under load) join the events.
@@ -186,10 +199,15 @@ command_fn add_optimize_command(CLI::App& app, global_options& g) {
       gateway = search::make_llm_gateway(db, *cfg, b, s.seed ? s.seed : 0x6b666f726765ULL, prior);
     }
     search::session sess(db, p, s, sink, gateway);
+    {
+      std::lock_guard lock(out_mu);
+      ticker = search_ticker(sess.options());
+    }
     auto st = search::make_strategy(sess.options().strategy);
     search::run_search(sess, *st);
     auto best = sess.best();
     if (!g.json) {
+      clear_progress();
       if (best)
         std::cout << fmt::format("best: candidate #{} {} {}{}  (kforge show run {}; kforge export {})\n",
                                  best->candidate_id, best->label, format_seconds(*best->median_s),

@@ -45,15 +45,22 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   };
   using clock = std::chrono::steady_clock;
   auto t_phase = clock::now();
+  auto phase_start = [&](std::string_view name) {
+    if (opts.observer.on_phase) opts.observer.on_phase(name, std::nullopt);
+  };
   auto phase_done = [&](const char* name, double minus = 0) {
-    ev.phases[name] = std::chrono::duration<double>(clock::now() - t_phase).count() - minus;
+    const double s = std::chrono::duration<double>(clock::now() - t_phase).count() - minus;
+    ev.phases[name] = s;
     t_phase = clock::now();
+    const std::string_view n(name);
+    if (opts.observer.on_phase) opts.observer.on_phase(n.substr(0, n.size() - 2), s); // "build_s" -> "build"
   };
 
   // 1. Builds, all at once (build_roles.hpp). The bridge's helper imports torch (seconds)
   // meanwhile, for a [torch] problem.
   std::future<void> torch_warm;
   if (p.torch) torch_warm = std::async(std::launch::async, bridge::warm_helper);
+  phase_start("build");
   const auto builds = build_roles(p, candidate_source, opts.time, opts.observer, ev.builds);
   phase_done("build_s");
   if (!builds.candidate.ok) {
@@ -77,12 +84,14 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
 
   // 4. Truth, from processes that never see candidate code (truth.hpp).
   if (torch_warm.valid()) torch_warm.wait();
+  phase_start("oracle");
   auto t = compute_truth(ctx, builds, plan.trials);
   if (!p.torch) ev.confinement["oracle"] = t.confinement;
   phase_done("oracle_s");
   ev.reference_errors = reference_errors(p, plan.trials, t);
 
   // 5. The candidate, alone in its worker, judged here as its outputs arrive.
+  phase_start("verify");
   judge j(p, plan.trials, plan.recheck_trials, t, rec.checks());
   const auto verify = verify_candidate(ctx, builds.candidate.library, candidate_source, plan.trials, rng(), j, rec.checks());
   ev.worker_output = verify.outcome.output;
@@ -110,6 +119,7 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   // 6. compute-sanitizer, when asked: after verification (nothing is sanitized that is
   // already wrong), before timing (a candidate it fails is not timed).
   if (opts.sanitize) {
+    phase_start("sanitize");
     sanitize_options so{.worker_exe = exe, .seed = opts.seed, .device = lease.ordinal};
     so.on_check = [&](const eval::check_result& c) { rec.check(c); };
     if (auto why = sanitize_unavailable(p, so); !why.empty()) {
@@ -133,6 +143,7 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   // 7. Timing, only for a correct candidate (timing.hpp), and its timed calls re-verified.
   if (!opts.time) return ev;
   const double budget = opts.time_budget_s > 0 ? opts.time_budget_s : p.eval.time_budget_s;
+  phase_start("timing");
   const auto timed = time_subjects(ctx, builds, plan.rechecks, budget, rng(), rec);
   if (p.torch && ev.timing("candidate"))
     time_torch_reference(ctx, budget, rng(), opts.reuse_torch_baselines, device_model, rec);

@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,9 @@ struct evaluate_observer {
   std::function<void(const role_build&)> on_build;
   std::function<void(const eval::check_result&)> on_check;
   std::function<void(const eval::timing_summary&)> on_timing;
+  /// A phase ("build", "oracle", "verify", "sanitize", "timing") starting (`seconds` empty),
+  /// then done (its wall seconds): what `kforge eval` shows while it waits.
+  std::function<void(std::string_view phase, std::optional<double> seconds)> on_phase;
 };
 
 /// A device held for the verify-and-time part of an evaluation (worker/scheduler gives
