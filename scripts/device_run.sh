@@ -4,7 +4,7 @@
 # Results go to $OUT (or ./device-out). Knobs: DEVICE_TORCH=1 (bridge tests, DEVICE_PARITY
 # problems), DEVICE_SUITE=1 (bench/kernelbench), SKIP_GPU_TESTS, SKIP_CALIBRATE, SKIP_LATENCY,
 # SKIP_SANITIZE, GPU_FILTER/GPU_TIMEOUT (a gtest filter and limit for the GPU tests), DEVICE_PROBLEMS/OPTIMIZE/PROFILE/EXTRA/CHECK (see below), DEVICE_TOOL_PROBE=1
-# (bench/tool_confinement/probe.sh; KFORGE_TOOL_SANDBOX=none then confines the tools' runs). Always: kforge doctor and
+# (bench/tool_confinement/probe.sh; KFORGE_TOOL_SANDBOX=off runs the tools unconfined). Always: kforge doctor and
 # bench_confine_start (what confinement is in force there, and what it costs per start).
 set -uo pipefail
 cd "$(dirname "$0")/.."

@@ -144,7 +144,14 @@ void apply(const policy& p, const namespace_state& ns, layer_report& r) {
     allow(rs, "/proc", read_file | read_dir, handled, c);
     // Opened here, after the remount: the sandbox's /proc/<own pid>. CUDA names its threads
     // through /proc/self/task/<tid>/comm (fopen "wb": write and truncate).
-    if (p.proc_self_write) allow(rs, "/proc/self", read_file | write_file | truncate | read_dir, handled, c);
+    const std::uint64_t proc_write = read_file | write_file | truncate | read_dir;
+    if (p.profile == syscall_profile::tool && ns.private_proc && p.proc_self_write)
+      // A tool's target is its child, whose /proc/<pid> does not exist yet: the sanitizer's
+      // injected library fails CUDA's initialisation (error 304) when it cannot name its
+      // threads (H200, 2026-12-04). Only the sandbox's own processes are in this /proc.
+      allow(rs, "/proc", proc_write, handled, c);
+    else if (p.proc_self_write)
+      allow(rs, "/proc/self", proc_write, handled, c);
     allow(rs, "/sys", read_file | read_dir, handled, c);
   }
 
@@ -163,7 +170,10 @@ void apply(const policy& p, const namespace_state& ns, layer_report& r) {
                                 abi, p.read_paths.size(), p.write_paths.size(),
                                 std::string(p.scratch.empty() ? "" : " and scratch") +
                                     (p.profile == syscall_profile::tool && ns.private_tmp ? ", the private /tmp and /dev/shm" : ""),
-                                p.device_paths.size(), p.proc_self_write ? " but beneath /proc/self" : "");
+                                p.device_paths.size(),
+                                !p.proc_self_write                                   ? ""
+                                : p.profile == syscall_profile::tool && ns.private_proc ? " but the sandbox's own /proc writable"
+                                                                                        : " but beneath /proc/self");
     if (!c.absent.empty()) d += "; absent, skipped: " + list(c.absent);
     // A rule that failed grants less, never more: the layer is still in force.
     if (!c.failed.empty()) d += "; rules not added (less access): " + list(c.failed);

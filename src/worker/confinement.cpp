@@ -42,7 +42,8 @@ std::uint64_t tensor_bytes(const problem::problem& p) {
 
 bool is_tool(const std::string& role) { return role == "sanitize" || role == "profile"; }
 
-// KFORGE_TOOL_SANDBOX's layers: "none", or names from sandbox::layer_names() split by commas.
+// KFORGE_TOOL_SANDBOX's layers to leave out: names from sandbox::layer_names() split by
+// commas ("none": leave none out, the default).
 std::vector<std::string> tool_layers_to_skip(const std::string& value) {
   std::vector<std::string> out;
   if (value == "none" || value.empty()) return out;
@@ -53,7 +54,7 @@ std::vector<std::string> tool_layers_to_skip(const std::string& value) {
     rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
     const auto& names = sandbox::layer_names();
     if (std::find(names.begin(), names.end(), name) == names.end())
-      KFORGE_THROW(usage, "KFORGE_TOOL_SANDBOX: '{}' is not a confinement layer (one of: {}), nor 'none'", name,
+      KFORGE_THROW(usage, "KFORGE_TOOL_SANDBOX: '{}' is not a confinement layer (one of: {}), nor 'off' or 'none'", name,
                    fmt::join(names, ", "));
     out.push_back(name);
   }
@@ -83,18 +84,16 @@ sandbox::limits worker_limits(const problem::problem* p, const std::string& role
 launch confine_worker(const problem::problem* p, const std::string& role, const std::vector<fs::path>& libraries,
                       const std::vector<fs::path>& writable, const fs::path& tool) {
   if (auto why = sandbox::disabled_reason(); !why.empty()) return {{}, [] {}, why};
-  // On the H200 (2026-12-03) compute-sanitizer and ncu saw no CUDA device under kforge-confine,
-  // even without the network namespace and seccomp; until what they need is known, their runs
-  // are not confined unless KFORGE_TOOL_SANDBOX asks (a comma list of layers to skip for them,
-  // "none" for none), and every evaluation's confinement report says which.
+  // compute-sanitizer and ncu run confined like the worker (the tool profile: their own
+  // loopback, /tmp and /proc; H200, 2026-12-04). KFORGE_TOOL_SANDBOX names layers to leave out
+  // for them (a comma list), or "off"; every evaluation's confinement report says which.
   std::vector<std::string> tool_skip;
-  if (is_tool(role)) {
-    const char* v = std::getenv("KFORGE_TOOL_SANDBOX");
-    if (!v)
-      return {{}, [] {}, fmt::format("{} runs unconfined: compute-sanitizer and ncu found no CUDA device under "
-                                     "kforge-confine on the H200 (to be fixed; KFORGE_TOOL_SANDBOX tries it)", role)};
-    tool_skip = tool_layers_to_skip(v);
-  }
+  if (is_tool(role))
+    if (const char* v = std::getenv("KFORGE_TOOL_SANDBOX"); v && *v) {
+      if (std::string_view(v) == "off")
+        return {{}, [] {}, fmt::format("{} runs unconfined: KFORGE_TOOL_SANDBOX=off", role)};
+      tool_skip = tool_layers_to_skip(v);
+    }
   auto scratch = std::make_shared<sandbox::scratch_dir>();
   sandbox::policy pol;
   pol.read_paths = sandbox::system_read_paths();

@@ -130,3 +130,17 @@ TEST(tool_profile, what_the_policy_names_beneath_tmp_stays_readable) {
   const auto* m = sandbox::find_layer(r.layers, "mount_namespace");
   EXPECT_NE(m->detail.find("private /tmp"), std::string::npos) << m->detail;
 }
+
+TEST(tool_profile, the_tools_child_may_name_its_threads_in_the_sandboxs_own_proc) {
+  // The target a tool starts is a child whose /proc/<pid> did not exist when the rules were
+  // made; the sanitizer's library names its threads there, and CUDA fails (error 304) without.
+  tool_confined c;
+  const auto r = run_confined(c.policy, {"child-comm"});
+  KFORGE_REQUIRE_LAYERS(r, "pid_namespace", "mount_namespace", "landlock_filesystem");
+  EXPECT_TRUE(r.exited(0)) << r.describe();
+  const auto* fs_layer = sandbox::find_layer(r.layers, "landlock_filesystem");
+  EXPECT_NE(fs_layer->detail.find("the sandbox's own /proc writable"), std::string::npos) << fs_layer->detail;
+  // A worker's /proc stays read-only but for its own entry.
+  test::confined w;
+  EXPECT_TRUE(run_confined(w.policy, {"child-comm"}).exited(1));
+}

@@ -54,6 +54,25 @@ int write_file(const char* path) {
   return 0;
 }
 
+// What compute-sanitizer's injected library does in the target its tool starts: a child
+// names its thread through /proc/self/task/<tid>/comm (pthread_setname_np's fallback path).
+int child_names_thread() {
+  const pid_t pid = ::fork();
+  if (pid < 0) return refused("fork");
+  if (pid == 0) {
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/self/task/%d/comm", static_cast<int>(::gettid()));
+    const int fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) _exit(refused("open"));
+    _exit(::write(fd, "kf-child", 8) == 8 ? 0 : refused("write"));
+  }
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) return 1;
+  std::printf("ok: a child named its thread\n");
+  return 0;
+}
+
 int tcp_connect(int port) {
   const int s = ::socket(AF_INET, SOCK_STREAM, 0);
   if (s < 0) return refused("socket");
@@ -279,6 +298,7 @@ int main(int argc, char** argv) {
   if (cmd == "abstract" && argc == 3) return unix_connect(a, true);
   if (cmd == "unix-dgram") return unix_dgram();
   if (cmd == "tcp-self") return tcp_self();
+  if (cmd == "child-comm") return child_names_thread();
   if (cmd == "unix-self" && argc == 3) return unix_self(a);
   if (cmd == "unix-seqpacket") return unix_seqpacket();
   if (cmd == "mem" && argc == 3) return proc_mem(a);
