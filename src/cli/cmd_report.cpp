@@ -50,7 +50,7 @@ command_fn add_report_command(CLI::App& app, global_options& g) {
       name = fmt::format("report-run-{}.html", *run);
     } else {
       doc = report::report_of_problem(*db, o->subject);
-      name = fmt::format("report-{}.html", o->subject);
+      name = fmt::format("report-{}.html", report::file_stem(o->subject));
     }
     if (g.json) {
       std::cout << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";

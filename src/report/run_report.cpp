@@ -96,15 +96,6 @@ std::vector<std::string> launch_directives(const std::string& source) {
   return out;
 }
 
-/// A problem name as a file name: anything but [A-Za-z0-9._-] becomes '_'.
-std::string file_stem(const std::string& problem) {
-  std::string s = problem.empty() ? std::string("kernel") : problem;
-  for (auto& c : s)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) c = '_';
-  if (s.front() == '.') s.front() = '_';
-  return s;
-}
-
 /// The candidate build's entry in a kforge.eval/1 document, or null.
 json candidate_build(const json& summary) {
   if (summary.is_object() && summary.contains("builds") && summary["builds"].is_array())
@@ -141,6 +132,14 @@ best_timing timing_of(const json& summary, const std::optional<store::evaluation
 }
 
 } // namespace
+
+std::string file_stem(const std::string& problem) {
+  std::string s = problem.empty() ? std::string("kernel") : problem;
+  for (auto& c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) c = '_';
+  if (s.front() == '.') s.front() = '_';
+  return s;
+}
 
 std::optional<int64_t> parse_run_ref(const std::string& text) {
   std::string_view s = text;

@@ -54,6 +54,9 @@ struct export_result {
 /// @throws kforge::error (usage) "no run N", or "no candidate of run N passed; nothing to export".
 export_result export_best(const store::store& db, int64_t run_id, const std::filesystem::path& dir);
 
+/// A problem's name as a file name: anything but [A-Za-z0-9._-] becomes '_', and no leading dot.
+[[nodiscard]] std::string file_stem(const std::string& problem);
+
 /// Reads a run reference: "7", "r7", "run:7", "run7". @return nullopt for anything else.
 [[nodiscard]] std::optional<int64_t> parse_run_ref(const std::string& text);
 
