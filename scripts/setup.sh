@@ -17,7 +17,7 @@ APT_PACKAGES=(
   libseccomp-dev
   libjs-chart.js libjs-d3 libjs-highlight.js
 )
-[ "${1:-}" = "--test-deps" ] && APT_PACKAGES+=(chromium-headless-shell)
+[ "${1:-}" = "--test-deps" ] && APT_PACKAGES+=(chromium-headless-shell python3-venv)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -92,6 +92,14 @@ if [ -z "${KFORGE_NO_TORCH:-}" ] && ! .venv/bin/python3 -c "import torch" >/dev/
   if ! { python3 -m venv .venv && .venv/bin/python3 -m pip install -q --upgrade pip && .venv/bin/python3 -m pip install -q torch ninja; }; then
     echo "setup: torch could not be installed; the PyTorch bridge's tests will skip (set KFORGE_PYTHON to use another)"
   fi
+fi
+
+# The official MCP Python SDK, with which the tests drive kforge mcp as agents' tools do
+# (tests/agent/mcp_sdk_client.py), in .venv-test (ignored by git).
+if [ "${1:-}" = "--test-deps" ] && ! .venv-test/bin/python3 -c "import mcp" >/dev/null 2>&1; then
+  echo "setup: installing the MCP Python SDK into .venv-test (PyPI)"
+  { python3 -m venv .venv-test && .venv-test/bin/python3 -m pip install -q mcp; } ||
+    echo "setup: could not install the MCP Python SDK; its test will be skipped" >&2
 fi
 
 case "${1:-}" in --deps|--test-deps) exit 0;; esac

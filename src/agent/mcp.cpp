@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <iostream>
+#include <thread>
 
 namespace kforge::agent {
 
@@ -35,8 +38,27 @@ bool knows_structured_content(const std::string& version) { return version >= "2
 
 } // namespace
 
+/// A tools/call in flight: its thread, whether it was cancelled, where it is.
+struct mcp_server::call {
+  json id;
+  std::string key; // id.dump()
+  const tool* t = nullptr;
+  json args;
+  json progress_token; // null: the client asked for no progress
+  std::atomic<bool> cancelled = false;
+  std::string reason;       // why, once cancelled (under m_mutex)
+  std::string phase;        // the last thing it reported (under m_mutex)
+  double progress = 0;      // the last progress value sent: each one must be larger
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now(), last_sent{};
+  std::atomic<bool> done = false;
+  std::thread thread;
+};
+
 mcp_server::mcp_server(const tool_registry& tools, std::string instructions)
-    : m_tools(tools), m_instructions(std::move(instructions)) {}
+    : m_tools(tools), m_instructions(std::move(instructions)),
+      m_runner([](const tool& t, const json& args, const call_context& ctx) { return call_tool(t, args, ctx); }) {}
+
+mcp_server::~mcp_server() { cancel_all("the server is shutting down"); }
 
 std::string mcp_server::default_instructions() {
   return "kforge verifies and times GPU/CPU kernel candidates against a problem's reference and a float64 oracle, "
@@ -70,17 +92,26 @@ json mcp_server::on_initialize(const json& params) {
   return r;
 }
 
-json mcp_server::on_tools_list() const {
+json mcp_server::on_tools_list(const json& params) const {
+  if (params.is_object() && params.contains("cursor"))
+    throw rpc_error{rpc_invalid_params, "tools/list: invalid cursor: kforge lists every tool in one page"};
   json list = json::array();
+  const bool newer = knows_structured_content(m_version);
   for (const auto& t : m_tools.all()) {
     json j{{"name", t.name}, {"description", t.description}, {"inputSchema", t.input_schema}};
-    if (!t.title.empty() && knows_structured_content(m_version)) j["title"] = t.title;
+    if (!t.title.empty() && newer) j["title"] = t.title;
+    if (newer) j["outputSchema"] = t.output_schema;
+    if (m_version >= "2025-03-26") // tool annotations came with 2025-03-26
+      j["annotations"] = {{"readOnlyHint", t.read_only},
+                          {"destructiveHint", false},
+                          {"idempotentHint", t.read_only},
+                          {"openWorldHint", false}};
     list.push_back(std::move(j));
   }
   return {{"tools", list}};
 }
 
-json mcp_server::on_tools_call(const json& params) {
+std::pair<const tool*, json> mcp_server::call_target(const json& params) const {
   if (!params.is_object() || !params.contains("name") || !params["name"].is_string())
     throw rpc_error{rpc_invalid_params, "tools/call: params.name must name a tool (tools/list lists them)"};
   const auto name = params["name"].get<std::string>();
@@ -93,16 +124,21 @@ json mcp_server::on_tools_call(const json& params) {
   json args = params.value("arguments", json::object());
   if (args.is_null()) args = json::object();
   if (!args.is_object()) throw rpc_error{rpc_invalid_params, "tools/call: params.arguments must be an object"};
-
   std::cerr << fmt::format("kforge mcp: {} {}\n", name, args.dump().substr(0, 200));
-  const tool_result r = call_tool(*t, args);
+  return {t, std::move(args)};
+}
+
+json mcp_server::call_result(const tool_result& r) const {
+  // The summary a model reads first, then the whole answer as compact JSON (what the spec
+  // asks of a tool that returns structured content), so a client that shows only text still
+  // has every number.
   json content = json::array({{{"type", "text"}, {"text", r.text}}});
+  const bool has_structure = !r.is_error && !(r.structured.is_object() && r.structured.empty());
+  if (has_structure)
+    content.push_back({{"type", "text"}, {"text", r.structured.dump(-1, ' ', false, json::error_handler_t::replace)}});
   json out{{"content", content}, {"isError", r.is_error}};
-  if (knows_structured_content(m_version)) {
+  if (has_structure && knows_structured_content(m_version))
     out["structuredContent"] = r.structured.is_object() ? r.structured : json{{"value", r.structured}};
-  } else if (!r.structured.empty()) {
-    out["content"].push_back({{"type", "text"}, {"text", r.structured.dump()}});
-  }
   return out;
 }
 
@@ -123,6 +159,10 @@ std::optional<json> mcp_server::handle(const json& msg) {
   if (!has_id) { // a notification: never answered
     if (method == "notifications/initialized" && !m_initialized)
       std::cerr << "kforge mcp: notifications/initialized before initialize; ignored\n";
+    if (method == "notifications/cancelled" && params.is_object() && params.contains("requestId"))
+      cancel(params["requestId"], params.value("reason", json()).is_string()
+                                      ? "its MCP client cancelled the call (" + params["reason"].get<std::string>() + ")"
+                                      : std::string("its MCP client cancelled the call"));
     return std::nullopt;
   }
   if (!valid_id(id)) return error_response(nullptr, rpc_invalid_request, "id must be a string or an integer");
@@ -133,8 +173,12 @@ std::optional<json> mcp_server::handle(const json& msg) {
     if (!m_initialized)
       return error_response(id, rpc_invalid_request,
                             fmt::format("'{}' before initialize: send initialize first (MCP lifecycle)", method));
-    if (method == "tools/list") return result_response(id, on_tools_list());
-    if (method == "tools/call") return result_response(id, on_tools_call(params));
+    if (method == "tools/list") return result_response(id, on_tools_list(params));
+    if (method == "tools/call") {
+      if (m_out) return start_call(id, params); // serving: on a thread of its own
+      auto [t, args] = call_target(params);
+      return result_response(id, call_result(m_runner(*t, args, call_context{})));
+    }
     return error_response(id, rpc_method_not_found,
                           fmt::format("method '{}' not found; kforge serves initialize, ping, tools/list and tools/call", method));
   } catch (const rpc_error& e) {
@@ -155,16 +199,174 @@ std::optional<std::string> mcp_server::handle_line(const std::string& line) {
   return reply->dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+// ------------------------------------------------------------------ serving concurrently
+
+void mcp_server::send(const json& message) {
+  const auto line = message.dump(-1, ' ', false, json::error_handler_t::replace);
+  std::lock_guard lock(m_out_mutex);
+  *m_out << line << '\n';
+  m_out->flush();
+}
+
+void mcp_server::notify_progress(call& c, const std::string& message) {
+  // Under m_mutex. Each value larger than the last (the spec's rule): seconds since the call
+  // began, nudged up when two fall in the same instant.
+  const auto now = std::chrono::steady_clock::now();
+  const double elapsed = std::chrono::duration<double>(now - c.started).count();
+  c.progress = std::max(std::round(elapsed * 10) / 10, c.progress + 0.1);
+  c.last_sent = now;
+  if (c.progress_token.is_null()) return;
+  send({{"jsonrpc", "2.0"},
+        {"method", "notifications/progress"},
+        {"params",
+         {{"progressToken", c.progress_token},
+          {"progress", c.progress},
+          {"message", fmt::format("{}: {} ({:.0f} s)", c.t->name, message, elapsed)}}}});
+}
+
+std::optional<json> mcp_server::start_call(const json& id, const json& params) {
+  auto [t, args] = call_target(params);
+  auto c = std::make_shared<call>();
+  c->id = id;
+  c->key = id.dump();
+  c->t = t;
+  c->args = std::move(args);
+  if (params.contains("_meta") && params["_meta"].is_object())
+    c->progress_token = params["_meta"].value("progressToken", json());
+  std::lock_guard lock(m_mutex);
+  if (m_calls.count(c->key))
+    return error_response(id, rpc_invalid_request, fmt::format("request id {} is already in use by a call in flight", c->key));
+  m_calls[c->key] = c;
+  c->phase = "started";
+  c->thread = std::thread([this, c] { run_call(c); });
+  return std::nullopt;
+}
+
+void mcp_server::run_call(const std::shared_ptr<call>& c) {
+  call_context ctx;
+  ctx.progress = [this, c](const std::string& message) {
+    std::lock_guard lock(m_mutex);
+    c->phase = message;
+    notify_progress(*c, message);
+  };
+  ctx.cancelled = [c] { return c->cancelled.load(); };
+  ctx.why_cancelled = [this, c] {
+    std::lock_guard lock(m_mutex);
+    return c->reason;
+  };
+
+  bool run = true;
+  if (c->t->uses_device) { // one kernel-running call at a time: wait for the device, saying where
+    std::unique_lock lock(m_mutex);
+    m_device_queue.push_back(c.get());
+    std::size_t said = static_cast<std::size_t>(-1);
+    while (m_device_queue.front() != c.get() && !c->cancelled) {
+      const auto ahead = static_cast<std::size_t>(
+          std::find(m_device_queue.begin(), m_device_queue.end(), c.get()) - m_device_queue.begin());
+      if (ahead != said) {
+        c->phase = fmt::format("queued for the device, {} call{} ahead", ahead, ahead == 1 ? "" : "s");
+        notify_progress(*c, c->phase);
+        said = ahead;
+      }
+      m_changed.wait(lock);
+    }
+    run = !c->cancelled;
+  }
+  tool_result r;
+  if (run) r = m_runner(*c->t, c->args, ctx);
+  {
+    std::lock_guard lock(m_mutex);
+    if (c->t->uses_device) {
+      m_device_queue.erase(std::remove(m_device_queue.begin(), m_device_queue.end(), c.get()), m_device_queue.end());
+      m_changed.notify_all();
+    }
+  }
+  if (c->cancelled) { // the spec: no response to a cancelled request
+    std::cerr << fmt::format("kforge mcp: {} (request {}) cancelled: {}\n", c->t->name, c->key, c->reason);
+  } else {
+    send(result_response(c->id, call_result(r)));
+  }
+  c->done = true;
+  m_changed.notify_all();
+}
+
+void mcp_server::cancel(const json& request_id, const std::string& reason) {
+  std::lock_guard lock(m_mutex);
+  auto it = m_calls.find(request_id.dump());
+  if (it == m_calls.end() || it->second->done) return; // finished already, or never ours: ignore (the spec)
+  if (!it->second->cancelled) it->second->reason = reason;
+  it->second->cancelled = true;
+  m_changed.notify_all();
+}
+
+void mcp_server::ticker() {
+  // At least one progress notification a second while a call runs (a client's timeout
+  // need not fire on a long but live evaluation).
+  std::unique_lock lock(m_mutex);
+  while (!m_stopping || !m_calls.empty()) {
+    m_changed.wait_for(lock, std::chrono::milliseconds(250));
+    const auto now = std::chrono::steady_clock::now();
+    for (auto& [key, c] : m_calls)
+      if (!c->done && !c->cancelled && now - c->last_sent >= std::chrono::seconds(1)) notify_progress(*c, c->phase);
+    if (m_stopping && m_calls.empty()) break;
+  }
+}
+
+void mcp_server::reap(bool all) {
+  std::vector<std::shared_ptr<call>> ended;
+  {
+    std::unique_lock lock(m_mutex);
+    if (all) m_changed.wait(lock, [this] {
+        return std::all_of(m_calls.begin(), m_calls.end(), [](auto& kv) { return kv.second->done.load(); });
+      });
+    for (auto it = m_calls.begin(); it != m_calls.end();)
+      if (it->second->done) {
+        ended.push_back(it->second);
+        it = m_calls.erase(it);
+      } else {
+        ++it;
+      }
+  }
+  for (auto& c : ended)
+    if (c->thread.joinable()) c->thread.join();
+}
+
+void mcp_server::cancel_all(const std::string& reason) {
+  {
+    std::lock_guard lock(m_mutex);
+    for (auto& [key, c] : m_calls)
+      if (!c->done && !c->cancelled) {
+        c->reason = reason;
+        c->cancelled = true;
+      }
+    m_changed.notify_all();
+  }
+  reap(true);
+}
+
 void mcp_server::serve(std::istream& in, std::ostream& out) {
+  m_out = &out;
+  std::thread tick([this] { ticker(); });
   std::string line;
   while (std::getline(in, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     if (auto reply = handle_line(line)) {
+      std::lock_guard lock(m_out_mutex);
       out << *reply << '\n';
       out.flush();
     }
+    reap(false);
   }
+  // End of input: the client went away; nobody is left to read an answer.
+  cancel_all("its MCP client closed the connection");
+  {
+    std::lock_guard lock(m_mutex);
+    m_stopping = true;
+    m_changed.notify_all();
+  }
+  tick.join();
+  m_out = nullptr;
 }
 
 } // namespace kforge::agent

@@ -19,6 +19,10 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
+#include <charconv>
+#include <memory>
+
 #include <algorithm>
 #include <cmath>
 
@@ -81,6 +85,8 @@ std::string check_value(const json& schema, const json& v, const std::string& wh
   if (v.is_number()) {
     if (schema.contains("minimum") && v.get<double>() < schema["minimum"].get<double>())
       return fmt::format("argument '{}' must be at least {}", where, schema["minimum"].dump());
+    if (schema.contains("exclusiveMinimum") && v.get<double>() <= schema["exclusiveMinimum"].get<double>())
+      return fmt::format("argument '{}' must be greater than {}", where, schema["exclusiveMinimum"].dump());
     if (schema.contains("maximum") && v.get<double>() > schema["maximum"].get<double>())
       return fmt::format("argument '{}' must be at most {}", where, schema["maximum"].dump());
   }
@@ -112,12 +118,12 @@ std::string check_arguments(const json& schema, const json& args) {
   return check_value(schema, args, "");
 }
 
-tool_result call_tool(const tool& t, const json& args) {
+tool_result call_tool(const tool& t, const json& args, const call_context& ctx) {
   if (auto e = check_arguments(t.input_schema, args); !e.empty())
     return {.structured = {{"error", e}}, .text = fmt::format("{}: {}. Fix the arguments and call again.", t.name, e),
             .is_error = true};
   try {
-    return t.run(args);
+    return t.run(args, ctx);
   } catch (const kforge::error& e) {
     return {.structured = {{"error", e.what()}}, .text = fmt::format("{} could not run: {}", t.name, e.what()),
             .is_error = true};
@@ -132,6 +138,27 @@ tool_result call_tool(const tool& t, const json& args) {
 // ---------------------------------------------------------------- shared pieces
 
 namespace {
+
+/// Seeds are 64-bit: a JavaScript client reads a JSON number above 2^53 rounded, and a
+/// failure could no longer be reproduced from it. They travel as decimal strings.
+json seeds_as_strings(json j) {
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it)
+      if (it.key() == "seed" && (it->is_number_unsigned() || it->is_number_integer())) *it = it->dump();
+      else *it = seeds_as_strings(std::move(*it));
+  } else if (j.is_array()) {
+    for (auto& e : j) e = seeds_as_strings(std::move(e));
+  }
+  return j;
+}
+
+std::uint64_t parse_seed(const std::string& text) {
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size())
+    KFORGE_THROW(usage, "seed '{}': give the decimal string an evaluation returned (at most 18446744073709551615)", text);
+  return v;
+}
 
 /// The first `n` bytes of `s` or fewer, never splitting a UTF-8 sequence (compiler messages quote with ‘’).
 std::string utf8_prefix(const std::string& s, std::size_t n) {
@@ -310,6 +337,8 @@ void require_db(const std::filesystem::path& db_path) {
 tool describe_problem_tool() {
   tool t;
   t.name = "describe_problem";
+  t.read_only = true;
+  t.output_schema = {{"type", "object"}, {"properties", {{"name", {{"type", "string"}}}, {"backend", {{"type", "string"}}}}}};
   t.title = "Describe a kernel problem";
   t.description =
       "Read a kforge problem: what to compute, the tensors in ABI order (role, dtype, shape), the input "
@@ -319,7 +348,7 @@ tool describe_problem_tool() {
                     {"properties", {{"problem", schema_problem()}}},
                     {"required", {"problem"}},
                     {"additionalProperties", false}};
-  t.run = [](const json& args) {
+  t.run = [](const json& args, const call_context& /*ctx*/) {
     const auto p = load_problem(args);
     json tensors = json::array();
     for (const auto& ts : p.tensors)
@@ -414,6 +443,8 @@ tool describe_problem_tool() {
 tool evaluate_tool(const std::filesystem::path& db_path) {
   tool t;
   t.name = "evaluate";
+  t.uses_device = true;
+  t.output_schema = {{"type", "object"}, {"properties", {{"schema", {{"type", "string"}}}, {"status", {{"type", "string"}}}, {"message", {{"type", "string"}}}, {"kept", {{"type", "boolean"}}}, {"seed", {{"type", {"string", "null"}}}}}}};
   t.title = "Verify and time a candidate";
   t.description =
       "Build a candidate, verify it against the float64 oracle on fresh random inputs of every case (tolerance, "
@@ -423,7 +454,7 @@ tool evaluate_tool(const std::filesystem::path& db_path) {
       "is now the problem's fastest passing candidate. Give the candidate as source text or as a file path.";
   auto props = candidate_properties();
   props["hypothesis"] = {{"type", "string"}, {"description", "What this candidate tests, for the experiment log"}};
-  props["predicted_ms"] = {{"type", "number"}, {"minimum", 0}, {"description", "The median time you expect, in milliseconds"}};
+  props["predicted_ms"] = {{"type", "number"}, {"exclusiveMinimum", 0}, {"description", "The median time you expect, in milliseconds"}};
   props["label"] = {{"type", "string"}, {"description", "A short name for tables (default: the file name)"}};
   props["parent_id"] = {{"type", "integer"}, {"description", "The candidate id this one derives from, for the lineage"}};
   props["time"] = {{"type", "boolean"}, {"description", "Time a passing candidate (default true); false verifies only"}};
@@ -431,11 +462,12 @@ tool evaluate_tool(const std::filesystem::path& db_path) {
                      {"description", "Trials per input case (default: the problem's)"}};
   props["time_budget_s"] = {{"type", "number"}, {"minimum", 0.01}, {"maximum", 600},
                             {"description", "Seconds of timing per subject (default: the problem's)"}};
-  props["seed"] = {{"type", "integer"}, {"minimum", 0}, {"description", "Fix the inputs' seed to reproduce a failure"}};
+  props["seed"] = {{"type", "string"}, {"pattern", "^[0-9]{1,20}$"},
+                   {"description", "Fix the inputs' seed to reproduce a failure: the `seed` string an evaluation returned"}};
   props["sanitize"] = {{"type", "boolean"},
                        {"description", "CUDA: also run compute-sanitizer after verification passes (slow)"}};
   t.input_schema = {{"type", "object"}, {"properties", props}, {"required", {"problem"}}, {"additionalProperties", false}};
-  t.run = [db_path](const json& args) {
+  t.run = [db_path](const json& args, const call_context& ctx) {
     const auto p = load_problem(args);
     const auto c = candidate_of(args, p);
     store::store db(db_path);
@@ -445,14 +477,22 @@ tool evaluate_tool(const std::filesystem::path& db_path) {
     eo.time_budget_s = args.value("time_budget_s", 0.0);
     eo.sanitize = args.value("sanitize", false);
     eo.reuse_torch_baselines = true; // an agent's loop, like a search: eager/compile timed once an hour
-    if (args.contains("seed")) eo.seed = args["seed"].get<std::uint64_t>();
+    if (args.contains("seed")) eo.seed = parse_seed(args["seed"].get<std::string>());
+    eo.observer.on_phase = [&ctx](std::string_view phase, std::optional<double> seconds) {
+      if (!seconds) ctx.report(std::string(phase));
+    };
     search::provenance from{.origin = "agent", .label = c.label, .hypothesis = args.value("hypothesis", std::string())};
     if (args.contains("parent_id")) from.parent_id = args["parent_id"].get<int64_t>();
     if (args.contains("predicted_ms")) from.predicted_s = args["predicted_ms"].get<double>() / 1000.0;
     auto r = search::evaluate_and_record(db, p, c.path, from, eo);
-    if (auto cand = db.get_candidate(r.candidate_id)) r.json["candidate"]["label"] = cand->label;
+    if (auto cand = db.get_candidate(r.candidate_id)) {
+      // The same source judged before keeps its first label: say both rather than drop this one.
+      r.json["candidate"]["label"] = args.value("label", cand->label);
+      if (cand->label != r.json["candidate"]["label"]) r.json["candidate"]["recorded_label"] = cand->label;
+      r.json["candidate"]["parent_id"] = cand->parent_id ? json(*cand->parent_id) : json();
+    }
     const auto best = db.best_median(problem_row(db, p));
-    return tool_result{.structured = r.json, .text = eval_text(r.json, p, best)};
+    return tool_result{.structured = seeds_as_strings(r.json), .text = eval_text(r.json, p, best)};
   };
   return t;
 }
@@ -460,6 +500,7 @@ tool evaluate_tool(const std::filesystem::path& db_path) {
 tool profile_tool(const std::filesystem::path& db_path) {
   tool t;
   t.name = "profile";
+  t.uses_device = true;
   t.title = "Profile a candidate with Nsight Compute";
   t.description =
       "Run one call of a CUDA candidate under Nsight Compute and digest the counters: per kernel the duration, a "
@@ -468,10 +509,11 @@ tool profile_tool(const std::filesystem::path& db_path) {
       "mix. Use it to decide what to change next. CPU problems, or machines without ncu, answer with the reason.";
   t.input_schema = {{"type", "object"}, {"properties", candidate_properties()}, {"required", {"problem"}},
                     {"additionalProperties", false}};
-  t.run = [db_path](const json& args) {
+  t.run = [db_path](const json& args, const call_context& ctx) {
     const auto p = load_problem(args);
     const auto c = candidate_of(args, p);
     store::store db(db_path);
+    ctx.report("build and profile (ncu)");
     const auto label = c.label.empty() ? c.path.filename().string() : c.label;
     const auto cid = db.put_candidate(problem_row(db, p), c.source, "agent", label);
     auto run = worker::profile_candidate(p, c.path, {});
@@ -493,6 +535,8 @@ tool profile_tool(const std::filesystem::path& db_path) {
 tool tune_tool(const std::filesystem::path& db_path) {
   tool t;
   t.name = "tune";
+  t.uses_device = true;
+  t.output_schema = {{"type", "object"}, {"properties", {{"run_id", {{"type", "integer"}}}, {"evaluations", {{"type", "integer"}}}, {"declares_params", {{"type", "boolean"}}}}}};
   t.title = "Tune a candidate's declared parameters";
   t.description =
       "Search the parameters a candidate declares with `// kforge: param NAME = DEFAULT in {V1, V2, ...}` lines "
@@ -510,7 +554,7 @@ tool tune_tool(const std::filesystem::path& db_path) {
   props["time_budget_s"] = {{"type", "number"}, {"minimum", 0.01}, {"maximum", 600},
                             {"description", "Seconds of timing per subject and instance (default: the problem's)"}};
   t.input_schema = {{"type", "object"}, {"properties", props}, {"required", {"problem"}}, {"additionalProperties", false}};
-  t.run = [db_path](const json& args) {
+  t.run = [db_path](const json& args, const call_context& ctx) {
     const auto p = load_problem(args);
     const auto c = candidate_of(args, p);
     const int budget = args.value("budget", 16);
@@ -524,7 +568,11 @@ tool tune_tool(const std::filesystem::path& db_path) {
     so.tune_budget = budget;
     so.trials = args.value("trials", 0);
     so.time_budget_s = args.value("time_budget_s", 0.0);
-    search::session s(db, p, so);
+    auto judged = std::make_shared<std::atomic<int>>(0);
+    search::session s(db, p, so, [&ctx, judged, budget](const json& e) {
+      if (e.value("event", "") == "evaluation")
+        ctx.report(fmt::format("evaluation {} of at most {}: {}", ++*judged, budget, e.value("status", std::string("?"))));
+    });
     search::outcome o;
     try {
       const auto label = c.label.empty() ? c.path.filename().string() : c.label;
@@ -582,6 +630,8 @@ tool tune_tool(const std::filesystem::path& db_path) {
 tool history_tool(const std::filesystem::path& db_path) {
   tool t;
   t.name = "history";
+  t.read_only = true;
+  t.output_schema = {{"type", "object"}, {"properties", {{"rows", {{"type", "array"}}}}}};
   t.title = "The experiment log";
   t.description =
       "List recorded evaluations, oldest first: candidate, status, median time, speedup over the reference, whether "
@@ -593,7 +643,7 @@ tool history_tool(const std::filesystem::path& db_path) {
        {{"problem", {{"type", "string"}, {"description", "A problem directory or a problem name; default: every problem"}}},
         {"limit", {{"type", "integer"}, {"minimum", 1}, {"maximum", 10000}, {"description", "The newest N rows (default 30)"}}}}},
       {"additionalProperties", false}};
-  t.run = [db_path](const json& args) {
+  t.run = [db_path](const json& args, const call_context& /*ctx*/) {
     require_db(db_path);
     store::store db(db_path);
     std::string name;
@@ -625,6 +675,7 @@ tool history_tool(const std::filesystem::path& db_path) {
 tool best_tool(const std::filesystem::path& db_path) {
   tool t;
   t.name = "best";
+  t.read_only = true;
   t.title = "The fastest passing candidate";
   t.description =
       "The fastest passing evaluation of a problem recorded so far (lowest candidate median), with the candidate's "
@@ -634,7 +685,7 @@ tool best_tool(const std::filesystem::path& db_path) {
       {"properties", {{"problem", {{"type", "string"}, {"description", "A problem directory or a problem name"}}}}},
       {"required", {"problem"}},
       {"additionalProperties", false}};
-  t.run = [db_path](const json& args) {
+  t.run = [db_path](const json& args, const call_context& /*ctx*/) {
     require_db(db_path);
     store::store db(db_path);
     std::string name;
@@ -664,6 +715,7 @@ tool best_tool(const std::filesystem::path& db_path) {
 tool export_tool(const std::filesystem::path& db_path) {
   tool t;
   t.name = "export";
+  t.output_schema = {{"type", "object"}, {"properties", {{"schema", {{"type", "string"}}}, {"dir", {{"type", "string"}}}, {"files", {{"type", "array"}}}}}};
   t.title = "Export a run's best candidate";
   t.description =
       "Write the best candidate of a kforge run (tune or kforge optimize) to a folder that builds on its own: the "
@@ -671,15 +723,12 @@ tool export_tool(const std::filesystem::path& db_path) {
   t.input_schema = {
       {"type", "object"},
       {"properties",
-       {{"run", {{"type", {"integer", "string"}}, {"description", "The run: 7, \"r7\" or \"run:7\" (tune answers with its run id)"}}},
+       {{"run", {{"type", "integer"}, {"minimum", 1}, {"description", "The run's id (tune answers with its run_id)"}}},
         {"dir", {{"type", "string"}, {"description", "Folder to write (default ./kforge-export/run-N)"}}}}},
       {"required", {"run"}},
       {"additionalProperties", false}};
-  t.run = [db_path](const json& args) {
-    const auto& run = args.at("run");
-    const auto run_id = run.is_string() ? report::parse_run_ref(run.get<std::string>())
-                                        : std::optional<int64_t>(run.get<int64_t>());
-    if (!run_id) KFORGE_THROW(usage, "run {}: give a run as 7, \"r7\" or \"run:7\"", run.dump());
+  t.run = [db_path](const json& args, const call_context& /*ctx*/) {
+    const std::optional<int64_t> run_id = args.at("run").get<int64_t>();
     require_db(db_path);
     store::store db(db_path);
     const std::filesystem::path dir = args.contains("dir") ? std::filesystem::path(args["dir"].get<std::string>())
@@ -702,6 +751,7 @@ tool export_tool(const std::filesystem::path& db_path) {
 tool report_tool(const std::filesystem::path& db_path) {
   tool t;
   t.name = "report";
+  t.output_schema = {{"type", "object"}, {"properties", {{"path", {{"type", "string"}}}, {"kind", {{"type", "string"}}}, {"summary", {{"type", "object"}}}}}};
   t.title = "Write an HTML report";
   t.description =
       "Write a self-contained HTML report (opens with no network) of a kforge run or of every evaluation of a "
@@ -715,7 +765,7 @@ tool report_tool(const std::filesystem::path& db_path) {
         {"problem", {{"type", "string"}, {"description", "A problem's name: a report of all its evaluations"}}},
         {"path", {{"type", "string"}, {"description", "The HTML file to write (default ./report-run-N.html or ./report-PROBLEM.html)"}}}}},
       {"additionalProperties", false}};
-  t.run = [db_path](const json& args) {
+  t.run = [db_path](const json& args, const call_context& /*ctx*/) {
     if (args.contains("run") == args.contains("problem")) KFORGE_THROW(usage, "report: give `run` or `problem`, exactly one");
     require_db(db_path);
     store::store db(db_path);
@@ -726,7 +776,7 @@ tool report_tool(const std::filesystem::path& db_path) {
       name = fmt::format("report-run-{}.html", args["run"].get<int64_t>());
     } else {
       doc = report::report_of_problem(db, args["problem"].get<std::string>());
-      name = fmt::format("report-{}.html", args["problem"].get<std::string>());
+      name = fmt::format("report-{}.html", report::file_stem(args["problem"].get<std::string>()));
     }
     const auto path = std::filesystem::absolute(args.contains("path") ? args["path"].get<std::string>() : name);
     write_file_atomic(path, report::render_html(doc));

@@ -488,6 +488,22 @@ int store::mark_interrupted_evaluations() {
          mark_interrupted(m_db, m_path, "runs", "stop_reason", "the run");
 }
 
+int store::mark_cancelled(const process_owner& owner, const std::string& reason) {
+  const std::string o = to_string(owner);
+  int marked = 0;
+  for (auto [table, column] : {std::pair{"evaluations", "message"}, std::pair{"runs", "stop_reason"}}) {
+    // "interrupted" too: a store opened between the owner's end and this call marks it so.
+    statement u(m_db, m_path,
+                fmt::format("UPDATE {} SET status = 'cancelled', {} = ? WHERE owner = ? AND status IN ('running', "
+                            "'interrupted')",
+                            table, column));
+    u.bind("cancelled: " + reason).bind(o);
+    u.run();
+    marked += sqlite3_changes(m_db);
+  }
+  return marked;
+}
+
 int64_t store::put_problem(const problem_record& p) {
   {
     statement ins(m_db, m_path,
@@ -512,7 +528,8 @@ int64_t store::put_candidate(int64_t problem_id, const std::string& source, cons
   {
     statement ins(m_db, m_path,
                   "INSERT INTO candidates (problem_id, hash, source, origin, label, parent_id) "
-                  "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (problem_id, hash) DO NOTHING RETURNING id");
+                  "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (problem_id, hash) DO UPDATE SET parent_id = "
+                  "COALESCE(candidates.parent_id, excluded.parent_id) RETURNING id");
     ins.bind(problem_id).bind(hash).bind_blob(source).bind(origin).bind(label).bind(parent_id);
     if (ins.step()) {
       int64_t id = ins.i64(0);
@@ -782,7 +799,7 @@ std::optional<int64_t> store::find_evaluation(int64_t candidate_id, const std::s
                                               const std::string& config_json) const {
   statement s(m_db, m_path,
               "SELECT id FROM evaluations WHERE candidate_id = ? AND config_json = ? AND finished_at IS NOT NULL "
-              "AND status NOT IN ('running', 'interrupted', 'error') AND (? = '' OR device LIKE '%' || ?) ORDER BY id DESC LIMIT 1");
+              "AND status NOT IN ('running', 'interrupted', 'cancelled', 'error') AND (? = '' OR device LIKE '%' || ?) ORDER BY id DESC LIMIT 1");
   s.bind(candidate_id).bind_json(config_json).bind(device_model).bind(device_model);
   if (!s.step()) return std::nullopt;
   return s.i64(0);

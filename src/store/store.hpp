@@ -11,6 +11,8 @@
 //   auto eid = db.begin_evaluation(cid, bid, cfg);  db.put_check(eid, ...);  db.finish_evaluation(eid, ...);
 // The schema is versioned with PRAGMA user_version and migrated forward on open.
 // This module is a leaf: it knows nothing of eval's types, only these records.
+#include "core/process_owner.hpp"
+
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -76,7 +78,7 @@ struct evaluation_record {
   int64_t id = 0;
   int64_t candidate_id = 0;
   std::optional<int64_t> build_id;
-  std::string status;  // "running", "interrupted", "passed", "build_failed", "crashed", "timeout", "error", ...
+  std::string status;  // "running", "interrupted", "cancelled", "passed", "build_failed", "crashed", "timeout", "error", ...
   std::string message; // one line a user can act on
   std::string config_json;
   std::string summary_json; // the full result as `kforge eval --json` prints it
@@ -221,10 +223,15 @@ public:
   /// on another host or in another PID namespace, and rows older than the owner column are
   /// left alone. Runs on open. @return how many rows it marked.
   int mark_interrupted_evaluations();
+  /// Every evaluation and run of `owner` still "running" (or already marked "interrupted")
+  /// becomes "cancelled" with "cancelled: <reason>": work a client gave up on, whose process
+  /// the caller has ended. @return how many rows it marked.
+  int mark_cancelled(const process_owner& owner, const std::string& reason);
 
   /// Idempotent on (name, spec_hash). @return the problem id.
   int64_t put_problem(const problem_record& p);
-  /// Idempotent on (problem_id, hash): the same source twice is one candidate. @return its id.
+  /// Idempotent on (problem_id, hash): the same source twice is one candidate, keeping its
+  /// first origin and label; a parent given later fills one it lacked. @return its id.
   int64_t put_candidate(int64_t problem_id, const std::string& source, const std::string& origin,
                         const std::string& label, std::optional<int64_t> parent_id = std::nullopt);
   [[nodiscard]] std::optional<candidate_record> get_candidate(int64_t id) const;
@@ -250,7 +257,7 @@ public:
   void set_evaluation_status(int64_t evaluation_id, const std::string& status, const std::string& message);
   /// The latest finished evaluation of this candidate on this device model whose
   /// config_json equals `config_json` (the search's result cache). Statuses "running",
-  /// "interrupted" and "error" never count.
+  /// "interrupted", "cancelled" and "error" never count.
   [[nodiscard]] std::optional<int64_t> find_evaluation(int64_t candidate_id, const std::string& device_model,
                                                        const std::string& config_json) const;
   [[nodiscard]] std::optional<int64_t> find_problem(const std::string& name, const std::string& spec_hash) const;

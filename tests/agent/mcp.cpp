@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "core/subprocess.hpp"
+#include "store/store.hpp"
 #include "test_util.hpp"
 
 #include <fmt/format.h>
@@ -18,6 +19,14 @@
 #include <cstdlib>
 #include <map>
 #include <set>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <chrono>
+#include <csignal>
+#include <thread>
 #include <sstream>
 
 using namespace kforge;
@@ -34,13 +43,15 @@ agent::tool_registry toy_tools() {
                           {"properties", {{"text", {{"type", "string"}}}, {"times", {{"type", "integer"}, {"minimum", 1}}}}},
                           {"required", {"text"}},
                           {"additionalProperties", false}},
-         .run = [](const json& a) {
+         .run = [](const json& a, const agent::call_context&) {
            return agent::tool_result{.structured = {{"echo", a["text"]}}, .text = a["text"].get<std::string>()};
          }});
   r.add({.name = "broken",
          .description = "Always fails the way a missing file does",
          .input_schema = {{"type", "object"}, {"properties", json::object()}},
-         .run = [](const json&) -> agent::tool_result { KFORGE_THROW(usage, "x.cu: candidate file not found"); }});
+         .run = [](const json&, const agent::call_context&) -> agent::tool_result {
+           KFORGE_THROW(usage, "x.cu: candidate file not found");
+         }});
   return r;
 }
 
@@ -196,7 +207,7 @@ TEST(mcp, serve_answers_a_bad_line_with_32700_and_writes_one_line_per_response) 
   agent::mcp_server s(tools);
   std::istringstream in(request(1, "initialize", init_params("2025-06-18")).dump() + "\n" +
                         R"({"jsonrpc":"2.0","method":"notifications/initialized"})" + "\n" + "{not json\n\n" +
-                        request(2, "tools/call", {{"name", "echo"}, {"arguments", {{"text", "two\nlines"}}}}).dump() + "\r\n");
+                        request(2, "ping").dump() + "\r\n");
   std::ostringstream out;
   s.serve(in, out);
   std::vector<json> lines;
@@ -206,7 +217,12 @@ TEST(mcp, serve_answers_a_bad_line_with_32700_and_writes_one_line_per_response) 
   EXPECT_EQ(lines[0]["id"], 1);
   EXPECT_EQ(lines[1]["error"]["code"], agent::rpc_parse_error);
   EXPECT_TRUE(lines[1]["id"].is_null());
-  EXPECT_EQ(lines[2]["result"]["content"][0]["text"], "two\nlines");
+  EXPECT_EQ(lines[2]["id"], 2);
+  // A text with a newline still travels as one line.
+  const auto echoed = s.handle_line(request(3, "tools/call", {{"name", "echo"}, {"arguments", {{"text", "two\nlines"}}}}).dump());
+  ASSERT_TRUE(echoed);
+  EXPECT_EQ(echoed->find('\n'), std::string::npos);
+  EXPECT_EQ(json::parse(*echoed)["result"]["content"][0]["text"], "two\nlines");
 }
 
 TEST(mcp_tools, check_arguments_names_the_argument) {
@@ -266,6 +282,53 @@ json call(int id, const std::string& tool, json args) {
   return request(id, "tools/call", {{"name", tool}, {"arguments", std::move(args)}});
 }
 
+/// An agent's session with `kforge --db DB mcp` started in `dir`: each request is sent once the
+/// previous one's response has arrived (as an agent waits for a result before it acts on it);
+/// stdin stays open until the last response, then closes. @return every line the server wrote.
+std::vector<json> converse(const std::filesystem::path& dir, const std::filesystem::path& db, const std::vector<json>& script) {
+  int in[2], out[2];
+  EXPECT_EQ(::pipe2(in, O_CLOEXEC), 0);
+  EXPECT_EQ(::pipe2(out, O_CLOEXEC), 0);
+  const std::string cmd = fmt::format("cd '{}' && exec '{}' --db '{}' mcp 2>> stderr.txt", dir.string(),
+                                      test::kforge_binary().string(), db.string());
+  const pid_t pid = spawn_in_own_group({"sh", "-c", cmd}, {{in[0], 0}, {out[1], 1}});
+  ::close(in[0]);
+  ::close(out[1]);
+  std::vector<json> lines;
+  std::string pending;
+  auto read_until = [&](const json& id) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+    for (;;) {
+      for (std::size_t nl; (nl = pending.find('\n')) != std::string::npos;) {
+        auto j = json::parse(pending.substr(0, nl), nullptr, false);
+        pending.erase(0, nl + 1);
+        EXPECT_FALSE(j.is_discarded()) << "stdout must hold JSON-RPC lines only";
+        lines.push_back(j);
+        if (j.is_object() && j.contains("id") && j["id"] == id) return;
+      }
+      pollfd p{out[0], POLLIN, 0};
+      if (std::chrono::steady_clock::now() > deadline || ::poll(&p, 1, 1000) < 0) return;
+      char buf[65536];
+      if (p.revents == 0) continue;
+      const auto n = ::read(out[0], buf, sizeof buf);
+      if (n <= 0) return;
+      pending.append(buf, static_cast<std::size_t>(n));
+    }
+  };
+  for (const auto& m : script) {
+    const auto line = m.dump() + "\n";
+    EXPECT_EQ(::write(in[1], line.data(), line.size()), static_cast<ssize_t>(line.size()));
+    if (m.contains("id")) read_until(m["id"]);
+  }
+  ::close(in[1]);
+  read_until(json("no such id")); // to its end
+  ::close(out[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  return lines;
+}
+
 } // namespace
 
 TEST(mcp_session, scripted_agent_session_through_the_binary) {
@@ -288,24 +351,14 @@ TEST(mcp_session, scripted_agent_session_through_the_binary) {
       call(7, "best", {{"problem", gelu}}),
       call(8, "tune", with({{"problem", gelu}, {"source", seed_source}, {"budget", 2}, {"method", "grid"}}, quick)),
   };
-  std::string requests;
-  for (const auto& m : script) requests += m.dump() + "\n";
-  write_file_atomic(d / "requests.jsonl", requests);
-
   const auto db = d / "k.db";
-  const std::string cmd = fmt::format("cd '{}' && '{}' --db '{}' mcp < requests.jsonl > responses.jsonl 2> stderr.txt",
-                                      d.path.string(), test::kforge_binary().string(), db.string());
-  auto rc = run_command({"sh", "-c", cmd}, 300);
-  ASSERT_EQ(rc.exit_code, 0) << rc.output << read_file(d / "stderr.txt");
-
   std::map<int, json> by_id;
-  std::istringstream lines(read_file(d / "responses.jsonl"));
   int count = 0;
-  for (std::string l; std::getline(lines, l); ++count) {
-    auto j = json::parse(l, nullptr, false);
-    ASSERT_FALSE(j.is_discarded()) << "stdout must hold JSON-RPC lines only: " << l;
+  for (const auto& j : converse(d.path, db, script)) {
     EXPECT_EQ(j["jsonrpc"], "2.0");
+    if (!j.contains("id")) continue; // notifications (no progress token was sent: none expected)
     by_id[j["id"].get<int>()] = j;
+    ++count;
   }
   EXPECT_EQ(count, 8) << "one response per request, none for the notification";
   const auto stderr_text = read_file(d / "stderr.txt");
@@ -372,20 +425,12 @@ TEST(mcp_session, scripted_agent_session_through_the_binary) {
 
   // and the run's best can be exported in a second session
   const int64_t run = tj["run_id"].get<int64_t>();
-  write_file_atomic(d / "requests2.jsonl",
-                    request(1, "initialize", init_params("2025-03-26")).dump() + "\n" +
-                        call(2, "export", {{"run", run}, {"dir", (d / "out").string()}}).dump() + "\n" +
-                        call(3, "export", {{"run", "r999"}}).dump() + "\n" +
-                        call(4, "report", {{"run", run}, {"path", (d / "run.html").string()}}).dump() + "\n" +
-                        call(5, "report", {{"problem", "gelu"}}).dump() + "\n");
-  rc = run_command({"sh", "-c",
-                    fmt::format("cd '{}' && '{}' --db '{}' mcp < requests2.jsonl > responses2.jsonl 2>> stderr.txt",
-                                d.path.string(), test::kforge_binary().string(), db.string())},
-                   60);
-  ASSERT_EQ(rc.exit_code, 0) << rc.output;
-  std::istringstream lines2(read_file(d / "responses2.jsonl"));
-  std::vector<json> r2;
-  for (std::string l; std::getline(lines2, l);) r2.push_back(json::parse(l));
+  const auto r2 = converse(d.path, db,
+                           {request(1, "initialize", init_params("2025-03-26")),
+                            call(2, "export", {{"run", run}, {"dir", (d / "out").string()}}),
+                            call(3, "export", {{"run", 999}}),
+                            call(4, "report", {{"run", run}, {"path", (d / "run.html").string()}}),
+                            call(5, "report", {{"problem", "gelu"}})});
   ASSERT_EQ(r2.size(), 5u);
   EXPECT_EQ(r2[1]["result"]["isError"], false) << r2[1];
   EXPECT_FALSE(r2[1]["result"].contains("structuredContent")); // 2025-03-26: text blocks only
@@ -408,4 +453,45 @@ TEST(mcp_session, scripted_agent_session_through_the_binary) {
   // the two evaluate calls and the tune's new instances (its first, the seed itself, was judged already)
   EXPECT_GE(per_problem["summary"]["evaluations"].get<int>(), 3);
   EXPECT_LE(per_problem["summary"]["evaluations"].get<int>(), 2 + tj["evaluations"].get<int>());
+}
+
+TEST(mcp_session, sigterm_mid_evaluation_cancels_it_records_it_and_exits) {
+  test::temp_dir d;
+  test::cache_env cache;
+  ::setenv("KFORGE_WORKER", test::worker_binary().c_str(), 1);
+  const auto gelu = (test::problems_dir() / "gelu").string();
+  const auto db = d / "k.db";
+  int in[2], out[2];
+  ASSERT_EQ(::pipe2(in, O_CLOEXEC), 0);
+  ASSERT_EQ(::pipe2(out, O_CLOEXEC), 0);
+  const pid_t pid = spawn_in_own_group({"sh", "-c", fmt::format("cd '{}' && exec '{}' --db '{}' mcp 2>> stderr.txt", d.path.string(),
+                                                                test::kforge_binary().string(), db.string())},
+                                       {{in[0], 0}, {out[1], 1}});
+  ::close(in[0]);
+  ::close(out[1]);
+  const std::string lines = request(1, "initialize", init_params("2025-06-18")).dump() + "\n" +
+                            call(2, "evaluate", {{"problem", gelu}, {"path", gelu + "/seed.cpp"}, {"time_budget_s", 60.0}}).dump() + "\n";
+  ASSERT_EQ(::write(in[1], lines.data(), lines.size()), static_cast<ssize_t>(lines.size()));
+  // Until the evaluation is on record as running.
+  bool running = false;
+  for (int i = 0; i < 150 && !running; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!std::filesystem::exists(db)) continue;
+    store::store s(db);
+    const auto rows = s.list_evaluations();
+    running = !rows.empty() && rows.front().status == "running";
+  }
+  ASSERT_TRUE(running) << read_file(d / "stderr.txt");
+  ::kill(pid, SIGTERM); // stdin still open: the signal alone ends it
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ::close(in[1]);
+  ::close(out[0]);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM) << status;
+  store::store s(db);
+  const auto rows = s.list_evaluations();
+  ASSERT_FALSE(rows.empty());
+  EXPECT_EQ(rows.front().status, "cancelled");
+  const auto ev = s.get_evaluation(rows.front().id);
+  EXPECT_NE(ev->message.find("kforge mcp got"), std::string::npos) << ev->message;
 }

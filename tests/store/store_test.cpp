@@ -738,6 +738,43 @@ TEST_F(StoreTest, AReusedPidOrARebootMeansTheOwnerIsGoneAnotherHostIsLeftAlone) 
   EXPECT_EQ(db.get_evaluation(garbled)->status, "running");
 }
 
+TEST_F(StoreTest, WorkOfACancelledCallIsMarkedCancelledAndOnlyItsOwners) {
+  store db(db_path());
+  auto cid = db.put_candidate(db.put_problem(problem()), "src", "file", "k.cu");
+  const auto theirs = db.begin_evaluation(cid, std::nullopt, R"({"who":"child"})");
+  const auto run = db.begin_run(db.put_problem(problem()), "tune", "{}");
+  const auto mine = db.begin_evaluation(cid, std::nullopt, "{}");
+  auto child = kforge::current_process_owner();
+  child.pid += 100000; // a child that is gone
+  raw_query(db_path(), "UPDATE evaluations SET owner = '" + kforge::to_string(child) + "' WHERE id = " + std::to_string(theirs));
+  raw_query(db_path(), "UPDATE runs SET owner = '" + kforge::to_string(child) + "' WHERE id = " + std::to_string(run));
+  EXPECT_EQ(db.mark_cancelled(child, "its MCP client cancelled the call"), 2);
+  EXPECT_EQ(db.get_evaluation(theirs)->status, "cancelled");
+  EXPECT_NE(db.get_evaluation(theirs)->message.find("cancelled: its MCP client"), std::string::npos);
+  EXPECT_EQ(db.get_run(run)->status, "cancelled");
+  EXPECT_EQ(db.get_evaluation(mine)->status, "running");
+  // Marked interrupted by an open that came first: still the cancel's to name.
+  const auto later = db.begin_evaluation(cid, std::nullopt, "{}");
+  raw_query(db_path(), "UPDATE evaluations SET owner = '" + kforge::to_string(child) + "', status = 'interrupted' WHERE id = " +
+                           std::to_string(later));
+  EXPECT_EQ(db.mark_cancelled(child, "gone"), 1);
+  EXPECT_EQ(db.get_evaluation(later)->status, "cancelled");
+  EXPECT_FALSE(db.find_evaluation(cid, "", R"({"who":"child"})")) << "never a cached result";
+}
+
+TEST_F(StoreTest, ACandidateJudgedAgainWithAParentGetsTheParentItLacked) {
+  store db(db_path());
+  const auto pid = db.put_problem(problem());
+  const auto parent = db.put_candidate(pid, "parent", "file", "p.cpp");
+  const auto child = db.put_candidate(pid, "child", "agent", "first");
+  EXPECT_FALSE(db.get_candidate(child)->parent_id);
+  EXPECT_EQ(db.put_candidate(pid, "child", "agent", "second", parent), child);
+  EXPECT_EQ(db.get_candidate(child)->parent_id, parent);
+  EXPECT_EQ(db.get_candidate(child)->label, "first");
+  EXPECT_EQ(db.put_candidate(pid, "child", "agent", "third", child), child);
+  EXPECT_EQ(db.get_candidate(child)->parent_id, parent) << "a parent once set stays";
+}
+
 // ---------------------------------------------------------------- secrets and bytes
 
 TEST_F(StoreTest, SecretsPrintedByACandidateNeverReachTheFile) {
