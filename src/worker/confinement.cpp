@@ -114,6 +114,7 @@ launch confine_worker(const problem::problem* p, const std::string& role, const 
     std::error_code ec;
     const auto real = fs::canonical(tool, ec);
     pol.read_paths.push_back((ec ? tool : real).parent_path().parent_path());
+    pol.read_paths.push_back((ec ? tool : real).parent_path()); // the same, unless that root is /tmp (private there)
   }
   pol.device_paths = sandbox::default_device_paths();
   if (p && p->backend == problem::backend_kind::cpu) // a CPU problem gets no GPU

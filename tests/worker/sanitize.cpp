@@ -178,15 +178,19 @@ TEST(sanitize_run, stand_in_sanitizer_wraps_the_worker_and_its_report_becomes_ch
                             build::problem_backend::cpu);
   ASSERT_TRUE(lib.ok) << lib.diagnostics;
 
+  // Runs confined like the real tool (the tool profile), so it may write only its log: the
+  // job it passed on goes there too, on a line of its own after the summary.
   const auto fake = d / "compute-sanitizer";
   test::write(fake, "#!/bin/sh\n"
                     "while [ $# -gt 1 ]; do case \"$1\" in\n"
                     "  --tool) tool=$2; shift 2;; --log-file) log=$2; shift 2;; --*) shift 2;; *) break;; esac; done\n"
-                    "tee \"" + (d / "job.json").string() + "\" | \"$@\"; rc=$?\n"
+                    "IFS= read -r job\n" // byte by byte from a pipe: what follows stays for the worker
+                    "{ printf '%s\\n' \"$job\"; cat; } | \"$@\"; rc=$?\n"
                     "if [ \"$tool\" = memcheck ]; then\n"
                     "  printf '========= Invalid __global__ write of size 4 bytes\\n=========     at 0x10 in k(float *)\\n"
                     "========= ERROR SUMMARY: 1 error\\n' > \"$log\"\n"
                     "else printf '========= ERROR SUMMARY: 0 errors\\n' > \"$log\"; fi\n"
+                    "printf 'JOB %s\\n' \"$job\" >> \"$log\"\n"
                     "exit $rc\n");
   ::chmod(fake.c_str(), 0755);
 
@@ -207,7 +211,11 @@ TEST(sanitize_run, stand_in_sanitizer_wraps_the_worker_and_its_report_becomes_ch
   EXPECT_FALSE(s.passed());
 
   // The job that reached the worker: the reduced shapes, unguarded buffers, one trial.
-  auto job = nlohmann::json::parse(read_file(d / "job.json"));
+  const auto report = s.checks[1].detail["report"].get<std::string>();
+  const auto at = report.find("JOB ");
+  ASSERT_NE(at, std::string::npos) << report;
+  auto job = nlohmann::json::parse(report.substr(at + 4, report.find('\n', at) - at - 4));
+  EXPECT_EQ(s.confinement.value("unconfined", ""), "") << "the stand-in runs confined, as the real tool does";
   EXPECT_EQ(job["role"], "verify");
   EXPECT_EQ(job["shapes"]["x"], (std::vector<int64_t>{8, 64}));
   EXPECT_EQ(job["guards"], false);
