@@ -34,15 +34,6 @@ json parse_or(const std::string& text, json fallback) {
   return j.is_discarded() ? fallback : j;
 }
 
-std::optional<double> number_at(const json& j, std::initializer_list<const char*> path) {
-  const json* p = &j;
-  for (const char* k : path) {
-    if (!p->is_object() || !p->contains(k)) return std::nullopt;
-    p = &(*p)[k];
-  }
-  return p->is_number() ? std::optional<double>(p->get<double>()) : std::nullopt;
-}
-
 /// Seconds since the epoch of the store's ISO-8601 UTC stamps ("2026-12-03T21:30:28.483Z").
 std::optional<double> epoch_s(const std::string& iso) {
   std::tm tm{};

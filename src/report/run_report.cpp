@@ -41,15 +41,6 @@ json parse_stored(const std::string& text, json empty = json::object()) {
   return j.is_discarded() ? json(text) : j;
 }
 
-std::optional<double> number_at(const json& j, std::initializer_list<const char*> path) {
-  const json* p = &j;
-  for (const char* k : path) {
-    if (!p->is_object() || !p->contains(k)) return std::nullopt;
-    p = &(*p)[k];
-  }
-  return p->is_number() ? std::optional<double>(p->get<double>()) : std::nullopt;
-}
-
 std::optional<double> speedup(const std::optional<double>& median, const std::optional<double>& reference) {
   if (median && reference && *median > 0 && *reference > 0) return *reference / *median;
   return std::nullopt;
@@ -132,6 +123,15 @@ best_timing timing_of(const json& summary, const std::optional<store::evaluation
 }
 
 } // namespace
+
+std::optional<double> number_at(const json& j, std::initializer_list<const char*> path) {
+  const json* p = &j;
+  for (const char* k : path) {
+    if (!p->is_object() || !p->contains(k)) return std::nullopt;
+    p = &(*p)[k];
+  }
+  return p->is_number() ? std::optional<double>(p->get<double>()) : std::nullopt;
+}
 
 std::string file_stem(const std::string& problem) {
   std::string s = problem.empty() ? std::string("kernel") : problem;

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <filesystem>
 #include <string>
@@ -53,6 +54,10 @@ struct export_result {
 /// `<problem>_best.json` (the best evaluation's stored kforge.eval/1 document).
 /// @throws kforge::error (usage) "no run N", or "no candidate of run N passed; nothing to export".
 export_result export_best(const store::store& db, int64_t run_id, const std::filesystem::path& dir);
+
+/// The number at `path` in `j` (nested object keys), or nothing when a key is missing or
+/// the value is not a number: how reports read fields of stored kforge.eval/1 documents.
+[[nodiscard]] std::optional<double> number_at(const nlohmann::json& j, std::initializer_list<const char*> path);
 
 /// A problem's name as a file name: anything but [A-Za-z0-9._-] becomes '_', and no leading dot.
 [[nodiscard]] std::string file_stem(const std::string& problem);
