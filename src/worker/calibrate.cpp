@@ -2,6 +2,7 @@
 
 #include "build/compiler.hpp"
 #include "core/error.hpp"
+#include "core/fs.hpp"
 #include "device/backend.hpp"
 #include "worker/supervisor.hpp"
 
@@ -13,7 +14,7 @@ namespace kforge::worker {
 device::ceilings measure_ceilings(const std::filesystem::path& worker_exe) {
   device::ceilings c;
   c.device = device::make_backend(problem::backend_kind::cuda)->description();
-  const auto src = build::abi_include_dir().parent_path() / "src" / "device" / "calibrate_kernels.cu";
+  const auto src = data_path("src/device/calibrate_kernels.cu"); // installed beside the headers too
   auto a = build::compile_nvcc({.source = src, .role = "calibrate"});
   if (!a.ok) KFORGE_THROW(build, "{}: the calibration kernels do not build:\n{}", src.string(), a.diagnostics);
   auto o = run_worker(worker_exe.empty() ? default_worker_exe() : worker_exe,

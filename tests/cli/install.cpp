@@ -28,7 +28,8 @@ TEST(install, an_installed_kforge_finds_its_own_data_from_anywhere) {
   ASSERT_TRUE(inst.ok()) << inst.output;
   const auto kforge = (prefix / "bin" / "kforge").string();
   for (auto p : {"bin/kforge", "bin/kforge-worker", "bin/kforge-confine", "share/kforge/include/kforge/kernel.h",
-                 "share/kforge/prompts", "share/kforge/controls", "share/kforge/python", "share/kforge/html/report.html"})
+                 "share/kforge/prompts", "share/kforge/controls", "share/kforge/python", "share/kforge/html/report.html",
+                 "share/kforge/src/device/calibrate_kernels.cu"})
     EXPECT_TRUE(fs::exists(prefix / p)) << p;
 
   // A problem and a transcript copied out of the tree: nothing below refers to it.
