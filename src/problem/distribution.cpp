@@ -1,4 +1,5 @@
 #include "problem/distribution.hpp"
+#include "problem/counter_rng.h"
 
 #include "core/error.hpp"
 #include "core/text.hpp"
@@ -92,53 +93,17 @@ void check_params(const kind_info& k, double a, double b) {
   }
 }
 
-// --- counter-based generator ---------------------------------------------------------
-// Every value is a pure function of (seed, stream, element, draw): no state, so any
-// element can be generated on its own, in any order, in any process.
-
-constexpr std::uint64_t k_golden = 0x9E3779B97F4A7C15ull;
-
-// High 64 bits of the 128-bit product a * b.
-constexpr std::uint64_t mul_hi(std::uint64_t a, std::uint64_t b) {
-  const std::uint64_t a_lo = a & 0xFFFFFFFFu, a_hi = a >> 32, b_lo = b & 0xFFFFFFFFu, b_hi = b >> 32;
-  const std::uint64_t lo_lo = a_lo * b_lo, hi_lo = a_hi * b_lo, lo_hi = a_lo * b_hi, hi_hi = a_hi * b_hi;
-  const std::uint64_t mid = (lo_lo >> 32) + (hi_lo & 0xFFFFFFFFu) + lo_hi;
-  return hi_hi + (hi_lo >> 32) + (mid >> 32);
-}
-static_assert(mul_hi(~0ull, ~0ull) == ~0ull - 1);
-static_assert(mul_hi(1ull << 63, 4) == 2);
-
-constexpr std::uint64_t mix64(std::uint64_t z) { // splitmix64's finaliser
-  z ^= z >> 30;
-  z *= 0xBF58476D1CE4E5B9ull;
-  z ^= z >> 27;
-  z *= 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return z;
-}
-
-struct stream_key {
-  std::uint64_t k0, k1;
-  stream_key(std::uint64_t seed, std::uint64_t stream) {
-    const std::uint64_t s = mix64(seed ^ 0x243F6A8885A308D3ull);
-    k0 = mix64(s ^ mix64(stream * k_golden + 0x13198A2E03707344ull));
-    k1 = mix64(k0 ^ 0xA4093822299F31D0ull);
-  }
-  // Up to four independent draws per element (j = 0..3).
-  [[nodiscard]] std::uint64_t bits(std::uint64_t i, unsigned j) const {
-    const std::uint64_t counter = i * 4 + j + 1;
-    return mix64(mix64(k0 + counter * k_golden) ^ k1);
-  }
-  // Uniform in the open interval (0, 1), 53 random bits.
-  [[nodiscard]] double unit(std::uint64_t i, unsigned j) const {
-    return (static_cast<double>(bits(i, j) >> 11) + 0.5) * 0x1p-53;
-  }
-  // Standard normal by Box-Muller from draws j and j + 1 (the cosine branch only).
-  [[nodiscard]] double normal(std::uint64_t i, unsigned j) const {
-    const double u1 = unit(i, j), u2 = unit(i, j + 1);
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586476925 * u2);
-  }
-};
+// --- counter-based generator (problem/counter_rng.h, shared with kforge's GPU kernels) ------
+static_assert(rng::mix64(0) == 0);
+static_assert(rng::mul_hi(~0ull, ~0ull) == ~0ull - 1);
+static_assert(rng::mul_hi(1ull << 63, 4) == 2);
+static_assert(static_cast<int>(distribution_kind::normal) == rng::normal_kind &&
+              static_cast<int>(distribution_kind::uniform) == rng::uniform_kind &&
+              static_cast<int>(distribution_kind::offset) == rng::offset_kind &&
+              static_cast<int>(distribution_kind::log_uniform) == rng::log_uniform_kind &&
+              static_cast<int>(distribution_kind::logits) == rng::logits_kind &&
+              static_cast<int>(distribution_kind::sparse) == rng::sparse_kind &&
+              static_cast<int>(distribution_kind::int_range) == rng::int_range_kind);
 
 } // namespace
 
@@ -198,59 +163,21 @@ distribution parse_distribution(const std::string& spec_in) {
   return d;
 }
 
-namespace {
-// Element i depends only on (seed, stream, i), so any split of [0, n) gives the same values.
-void draw_range(const distribution& d, const stream_key& key, double* out, std::size_t begin, std::size_t end) {
-  switch (d.kind) {
-  case distribution_kind::normal:
-  case distribution_kind::offset:
-  case distribution_kind::logits: {
-    const double mean = d.kind == distribution_kind::logits ? 0.0 : d.a;
-    const double sd = d.kind == distribution_kind::logits ? d.a : d.b;
-    for (std::size_t i = begin; i < end; ++i) out[i] = mean + sd * key.normal(i, 0);
-    break;
-  }
-  case distribution_kind::uniform:
-    for (std::size_t i = begin; i < end; ++i) {
-      const double v = d.a + (d.b - d.a) * key.unit(i, 0);
-      out[i] = std::fmin(std::fmax(v, d.a), d.b);
-    }
-    break;
-  case distribution_kind::log_uniform: {
-    const double llo = std::log(d.a), lhi = std::log(d.b);
-    for (std::size_t i = begin; i < end; ++i) {
-      const double mag = std::fmin(std::fmax(std::exp(llo + (lhi - llo) * key.unit(i, 0)), d.a), d.b);
-      out[i] = (key.bits(i, 1) >> 63) ? -mag : mag;
-    }
-    break;
-  }
-  case distribution_kind::sparse:
-    for (std::size_t i = begin; i < end; ++i) out[i] = key.unit(i, 0) < d.a ? d.b * key.normal(i, 1) : 0.0;
-    break;
-  case distribution_kind::int_range: {
-    // Bounds are exact integers within +/-2^53, so the count fits comfortably in 64 bits.
-    const auto lo = static_cast<std::int64_t>(d.a);
-    const auto count = static_cast<std::uint64_t>(static_cast<std::int64_t>(d.b) - lo) + 1;
-    for (std::size_t i = begin; i < end; ++i) {
-      const std::uint64_t pick = mul_hi(key.bits(i, 0), count); // uniform in [0, count)
-      out[i] = static_cast<double>(lo + static_cast<std::int64_t>(pick));
-    }
-    break;
-  }
-  }
-}
-} // namespace
-
 void draw(const distribution& d, std::uint64_t seed, std::uint64_t stream, double* out, std::size_t n) {
-  const stream_key key(seed, stream);
+  const auto key = rng::make_key(seed, stream);
+  const auto plan = rng::make_plan(static_cast<int>(d.kind), d.a, d.b);
+  // Element i depends only on (seed, stream, i): any split of [0, n) gives the same values.
+  auto range = [&](std::size_t b, std::size_t e) {
+    for (std::size_t i = b; i < e; ++i) out[i] = rng::draw_one(plan, key, i);
+  };
   // GPU-sized tensors hold 10^8 elements: draw them on every core.
   const std::size_t threads = n < (1u << 20) ? 1 : std::max(1u, std::thread::hardware_concurrency());
-  if (threads == 1) return draw_range(d, key, out, 0, n);
+  if (threads == 1) return range(0, n);
   std::vector<std::thread> pool;
   const std::size_t chunk = (n + threads - 1) / threads;
   for (std::size_t t = 0; t < threads; ++t) {
     const std::size_t b = t * chunk, e = std::min(n, b + chunk);
-    if (b < e) pool.emplace_back([&, b, e] { draw_range(d, key, out, b, e); });
+    if (b < e) pool.emplace_back(range, b, e);
   }
   for (auto& th : pool) th.join();
 }
