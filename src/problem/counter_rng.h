@@ -18,6 +18,15 @@
 #define KF_RNG_FN inline
 #endif
 
+// A product that is rounded on its own, never fused with the sum that follows into one FMA
+// (nvcc contracts a + b * c by default, the host build does not): without it a log_uniform
+// value differed by up to 16 ulp, exp magnifying the FMA's different rounding (H200, 2026-12-04).
+#if defined(__CUDA_ARCH__)
+#define KF_RNG_MUL(x, y) __dmul_rn((x), (y))
+#else
+#define KF_RNG_MUL(x, y) ((x) * (y))
+#endif
+
 namespace kforge::rng {
 
 inline constexpr std::uint64_t golden = 0x9E3779B97F4A7C15ull;
@@ -60,13 +69,13 @@ KF_RNG_FN std::uint64_t bits(const key& k, std::uint64_t i, unsigned j) {
 
 // Uniform in the open interval (0, 1), 53 random bits.
 KF_RNG_FN double unit(const key& k, std::uint64_t i, unsigned j) {
-  return (static_cast<double>(bits(k, i, j) >> 11) + 0.5) * 0x1p-53;
+  return KF_RNG_MUL(static_cast<double>(bits(k, i, j) >> 11) + 0.5, 0x1p-53);
 }
 
 // Standard normal by Box-Muller from draws j and j + 1 (the cosine branch only).
 KF_RNG_FN double normal(const key& k, std::uint64_t i, unsigned j) {
   const double u1 = unit(k, i, j), u2 = unit(k, i, j + 1);
-  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586476925 * u2);
+  return KF_RNG_MUL(sqrt(KF_RNG_MUL(-2.0, log(u1))), cos(KF_RNG_MUL(6.283185307179586476925, u2)));
 }
 
 // The kinds, numbered as problem::distribution_kind.
@@ -101,19 +110,19 @@ KF_RNG_FN double draw_one(const plan& p, const key& k, std::uint64_t i) {
   switch (p.kind) {
   case normal_kind:
   case offset_kind:
-    return p.a + p.b * normal(k, i, 0);
+    return p.a + KF_RNG_MUL(p.b, normal(k, i, 0));
   case logits_kind:
-    return 0.0 + p.a * normal(k, i, 0);
+    return 0.0 + KF_RNG_MUL(p.a, normal(k, i, 0));
   case uniform_kind: {
-    const double v = p.a + (p.b - p.a) * unit(k, i, 0);
+    const double v = p.a + KF_RNG_MUL(p.b - p.a, unit(k, i, 0));
     return fmin(fmax(v, p.a), p.b);
   }
   case log_uniform_kind: {
-    const double mag = fmin(fmax(exp(p.lo + (p.hi - p.lo) * unit(k, i, 0)), p.a), p.b);
+    const double mag = fmin(fmax(exp(p.lo + KF_RNG_MUL(p.hi - p.lo, unit(k, i, 0))), p.a), p.b);
     return (bits(k, i, 1) >> 63) ? -mag : mag;
   }
   case sparse_kind:
-    return unit(k, i, 0) < p.a ? p.b * normal(k, i, 1) : 0.0;
+    return unit(k, i, 0) < p.a ? KF_RNG_MUL(p.b, normal(k, i, 1)) : 0.0;
   default: // int_range
     return static_cast<double>(p.first + static_cast<std::int64_t>(mul_hi(bits(k, i, 0), p.count)));
   }
