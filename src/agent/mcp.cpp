@@ -51,6 +51,7 @@ struct mcp_server::call {
   double progress = 0;      // the last progress value sent: each one must be larger
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now(), last_sent{};
   std::atomic<bool> done = false;
+  bool closed = false; // its response is out, or it was cancelled: nothing more (under m_out_mutex)
   std::thread thread;
 };
 
@@ -201,27 +202,32 @@ std::optional<std::string> mcp_server::handle_line(const std::string& line) {
 
 // ------------------------------------------------------------------ serving concurrently
 
-void mcp_server::send(const json& message) {
-  const auto line = message.dump(-1, ' ', false, json::error_handler_t::replace);
-  std::lock_guard lock(m_out_mutex);
-  *m_out << line << '\n';
-  m_out->flush();
-}
-
-void mcp_server::notify_progress(call& c, const std::string& message) {
+std::optional<json> mcp_server::progress_note(call& c, const std::string& message) {
   // Under m_mutex. Each value larger than the last (the spec's rule): seconds since the call
   // began, nudged up when two fall in the same instant.
   const auto now = std::chrono::steady_clock::now();
   const double elapsed = std::chrono::duration<double>(now - c.started).count();
   c.progress = std::max(std::round(elapsed * 10) / 10, c.progress + 0.1);
   c.last_sent = now;
-  if (c.progress_token.is_null()) return;
-  send({{"jsonrpc", "2.0"},
-        {"method", "notifications/progress"},
-        {"params",
-         {{"progressToken", c.progress_token},
-          {"progress", c.progress},
-          {"message", fmt::format("{}: {} ({:.0f} s)", c.t->name, message, elapsed)}}}});
+  if (c.progress_token.is_null()) return std::nullopt;
+  return json{{"jsonrpc", "2.0"},
+              {"method", "notifications/progress"},
+              {"params",
+               {{"progressToken", c.progress_token},
+                {"progress", c.progress},
+                {"message", fmt::format("{}: {} ({:.0f} s)", c.t->name, message, elapsed)}}}};
+}
+
+void mcp_server::send_for(call& c, const std::optional<json>& message, bool last) {
+  // Written without m_mutex held, so a client slow to read cannot hold up cancellation or
+  // the queue; under m_out_mutex, so nothing of a call follows its response.
+  std::lock_guard lock(m_out_mutex);
+  if (c.closed) return;
+  if (message) {
+    *m_out << message->dump(-1, ' ', false, json::error_handler_t::replace) << '\n';
+    m_out->flush();
+  }
+  if (last) c.closed = true;
 }
 
 std::optional<json> mcp_server::start_call(const json& id, const json& params) {
@@ -245,9 +251,13 @@ std::optional<json> mcp_server::start_call(const json& id, const json& params) {
 void mcp_server::run_call(const std::shared_ptr<call>& c) {
   call_context ctx;
   ctx.progress = [this, c](const std::string& message) {
-    std::lock_guard lock(m_mutex);
-    c->phase = message;
-    notify_progress(*c, message);
+    std::optional<json> note;
+    {
+      std::lock_guard lock(m_mutex);
+      c->phase = message;
+      note = progress_note(*c, message);
+    }
+    send_for(*c, note, false);
   };
   ctx.cancelled = [c] { return c->cancelled.load(); };
   ctx.why_cancelled = [this, c] {
@@ -265,8 +275,12 @@ void mcp_server::run_call(const std::shared_ptr<call>& c) {
           std::find(m_device_queue.begin(), m_device_queue.end(), c.get()) - m_device_queue.begin());
       if (ahead != said) {
         c->phase = fmt::format("queued for the device, {} call{} ahead", ahead, ahead == 1 ? "" : "s");
-        notify_progress(*c, c->phase);
+        const auto note = progress_note(*c, c->phase);
         said = ahead;
+        lock.unlock();
+        send_for(*c, note, false);
+        lock.lock();
+        continue; // the queue may have moved meanwhile
       }
       m_changed.wait(lock);
     }
@@ -283,8 +297,9 @@ void mcp_server::run_call(const std::shared_ptr<call>& c) {
   }
   if (c->cancelled) { // the spec: no response to a cancelled request
     std::cerr << fmt::format("kforge mcp: {} (request {}) cancelled: {}\n", c->t->name, c->key, c->reason);
+    send_for(*c, std::nullopt, true);
   } else {
-    send(result_response(c->id, call_result(r)));
+    send_for(*c, result_response(c->id, call_result(r)), true);
   }
   c->done = true;
   m_changed.notify_all();
@@ -306,8 +321,13 @@ void mcp_server::ticker() {
   while (!m_stopping || !m_calls.empty()) {
     m_changed.wait_for(lock, std::chrono::milliseconds(250));
     const auto now = std::chrono::steady_clock::now();
+    std::vector<std::pair<std::shared_ptr<call>, std::optional<json>>> due;
     for (auto& [key, c] : m_calls)
-      if (!c->done && !c->cancelled && now - c->last_sent >= std::chrono::seconds(1)) notify_progress(*c, c->phase);
+      if (!c->done && !c->cancelled && now - c->last_sent >= std::chrono::seconds(1))
+        due.emplace_back(c, progress_note(*c, c->phase));
+    lock.unlock();
+    for (auto& [c, note] : due) send_for(*c, note, false);
+    lock.lock();
     if (m_stopping && m_calls.empty()) break;
   }
 }

@@ -102,8 +102,8 @@ private:
   std::optional<nlohmann::json> start_call(const nlohmann::json& id, const nlohmann::json& params);
   void run_call(const std::shared_ptr<call>& c);
   void cancel(const nlohmann::json& request_id, const std::string& reason);
-  void send(const nlohmann::json& message);
-  void notify_progress(call& c, const std::string& message);
+  std::optional<nlohmann::json> progress_note(call& c, const std::string& message);
+  void send_for(call& c, const std::optional<nlohmann::json>& message, bool last);
   void ticker();
   void reap(bool all);
 

@@ -205,6 +205,8 @@ TEST(mcp_serve, progress_arrives_with_increasing_values_and_the_phase) {
   }
   EXPECT_GE(n, 2) << "a phase change and at least one a second";
   EXPECT_TRUE(phase);
+  for (json j; !(j = c.next(1300)).is_null();)
+    EXPECT_NE(j.value("method", ""), "notifications/progress") << "progress after the response: " << j;
 }
 
 TEST(mcp_serve, calls_that_use_the_device_queue_and_say_their_place) {
