@@ -287,7 +287,11 @@ void mcp_server::run_call(const std::shared_ptr<call>& c) {
     run = !c->cancelled;
   }
   tool_result r;
-  if (run) r = m_runner(*c->t, c->args, ctx);
+  if (run) try { // a runner that throws (a process that cannot start) answers, never ends the server
+      r = m_runner(*c->t, c->args, ctx);
+    } catch (const std::exception& e) {
+      r = {.text = fmt::format("{} could not run: {}", c->t->name, e.what()), .is_error = true};
+    }
   {
     std::lock_guard lock(m_mutex);
     if (c->t->uses_device) {

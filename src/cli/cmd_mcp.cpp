@@ -117,8 +117,13 @@ agent::tool_result run_in_child(const std::filesystem::path& db, const agent::to
   int in[2], out[2];
   if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0)
     KFORGE_THROW(internal, "kforge mcp: pipe: {}", std::strerror(errno));
-  const pid_t pid = spawn_in_own_group({self_exe().string(), "--db", db.string(), "mcp", "--call", t.name},
-                                       {{in[0], 0}, {out[1], 1}});
+  pid_t pid = -1;
+  try {
+    pid = spawn_in_own_group({self_exe().string(), "--db", db.string(), "mcp", "--call", t.name}, {{in[0], 0}, {out[1], 1}});
+  } catch (...) {
+    for (int fd : {in[0], in[1], out[0], out[1]}) ::close(fd);
+    throw; // the server answers it as an isError result naming why
+  }
   ::close(in[0]);
   ::close(out[1]);
   process_owner owner = current_process_owner(); // the child's: same host, boot and PID namespace

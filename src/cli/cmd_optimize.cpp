@@ -209,12 +209,13 @@ command_fn add_optimize_command(CLI::App& app, global_options& g) {
     if (!g.json) {
       clear_progress();
       if (best)
-        std::cout << fmt::format("best: candidate #{} {} {}{}  (kforge show run {}; kforge export {})\n",
+        std::cout << fmt::format("best: candidate #{} {} {}{}  (kforge show run {}; kforge report {}; kforge export {})\n",
                                  best->candidate_id, best->label, format_seconds(*best->median_s),
                                  best->speedup ? fmt::format(", {:.2f}x the reference", *best->speedup) : "",
-                                 sess.run_id(), sess.run_id());
+                                 sess.run_id(), sess.run_id(), sess.run_id());
       else
-        std::cout << fmt::format("no candidate passed (kforge show run {})\n", sess.run_id());
+        std::cout << fmt::format("no candidate passed (kforge show run {}; kforge report {})\n", sess.run_id(),
+                                 sess.run_id());
     }
     return best ? exit_ok : exit_failed;
   };

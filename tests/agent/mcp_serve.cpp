@@ -248,3 +248,16 @@ TEST(mcp_serve, tools_list_declares_output_schemas_and_annotations_and_refuses_a
   c.send({{"jsonrpc", "2.0"}, {"id", 2}, {"method", "tools/list"}, {"params", {{"cursor", "x"}}}});
   EXPECT_EQ(c.response_to(2)["error"]["code"], agent::rpc_invalid_params);
 }
+
+TEST(mcp_serve, a_runner_that_throws_is_an_error_result_and_the_server_stays_up) {
+  client c;
+  c.server.set_runner([](const agent::tool&, const json&, const agent::call_context&) -> agent::tool_result {
+    throw std::runtime_error("cannot run 'kforge': No such file or directory");
+  });
+  c.call(1, "quick");
+  const auto r = c.response_to(1);
+  EXPECT_EQ(r["result"]["isError"], true) << r;
+  EXPECT_NE(r["result"]["content"][0]["text"].get<std::string>().find("No such file"), std::string::npos);
+  c.send({{"jsonrpc", "2.0"}, {"id", 2}, {"method", "ping"}});
+  EXPECT_FALSE(c.response_to(2).is_null());
+}
