@@ -15,7 +15,7 @@ cat > /tmp/mcp-req.jsonl <<JSON
 {"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"profile","arguments":{"problem":"$P","path":"$S"}}}
 {"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"history","arguments":{"problem":"$P"}}}
 JSON
-/usr/bin/time -f '%e s wall' $KF --db "$DB" mcp < /tmp/mcp-req.jsonl > /tmp/mcp-resp.jsonl
+/usr/bin/time -f '%e s wall' $KF --db "$DB" mcp --in-order < /tmp/mcp-req.jsonl > /tmp/mcp-resp.jsonl
 python3 - <<'PY'
 import json
 for line in open('/tmp/mcp-resp.jsonl'):

@@ -368,6 +368,18 @@ void mcp_server::cancel_all(const std::string& reason) {
   reap(true);
 }
 
+void mcp_server::serve_in_order(std::istream& in, std::ostream& out) {
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    if (auto reply = handle_line(line)) { // m_out unset: tools/call runs here, to the end
+      out << *reply << '\n';
+      out.flush();
+    }
+  }
+}
+
 void mcp_server::serve(std::istream& in, std::ostream& out) {
   m_out = &out;
   std::thread tick([this] { ticker(); });

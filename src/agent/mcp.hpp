@@ -79,6 +79,9 @@ public:
   /// line to `out`, flushing after each; tools/call runs concurrently (above). Blank lines
   /// are skipped. Returns once every call has ended.
   void serve(std::istream& in, std::ostream& out);
+  /// For piped scripts (kforge mcp --in-order), not agents: each request is answered before
+  /// the next line is read, with no progress notifications, and end of input ends nothing.
+  void serve_in_order(std::istream& in, std::ostream& out);
   /// Cancels every call in flight with `reason` and waits for them to end (a signal
   /// handler's thread calls this before kforge mcp exits).
   void cancel_all(const std::string& reason);

@@ -196,9 +196,13 @@ command_fn add_mcp_command(CLI::App& app, global_options& g) {
               "Register it with an agent, e.g.: claude mcp add kforge -- /path/to/kforge --db /path/to/kforge.db mcp\n"
               "(docs/mcp.md: the tools, and Cursor and Codex configuration).");
   auto call = std::make_shared<std::string>();
+  auto in_order = std::make_shared<bool>(false);
+  sub->add_flag("--in-order", *in_order,
+                "For piped scripts: answer each request before reading the next, and finish every call at end of "
+                "input (an agent's server cancels what is in flight when its input ends)");
   sub->add_option("--call", *call, "Internal: run one tool call (arguments on stdin) for a serving kforge mcp")
       ->group(""); // hidden
-  return [&g, call]() {
+  return [&g, call, in_order]() {
     const auto db_path = std::filesystem::absolute(g.db_path());
     auto tools = agent::make_kforge_tools(db_path);
     if (!call->empty()) return serve_one_call(tools, *call);
@@ -228,7 +232,8 @@ command_fn add_mcp_command(CLI::App& app, global_options& g) {
     }).detach();
     std::cerr << "kforge mcp: serving " << tools.all().size() << " tools over stdio, database " << db_path.string()
               << "\n";
-    server.serve(std::cin, out);
+    if (*in_order) server.serve_in_order(std::cin, out);
+    else server.serve(std::cin, out);
     ::close(protocol_fd);
     return exit_ok;
   };

@@ -495,3 +495,27 @@ TEST(mcp_session, sigterm_mid_evaluation_cancels_it_records_it_and_exits) {
   const auto ev = s.get_evaluation(rows.front().id);
   EXPECT_NE(ev->message.find("kforge mcp got"), std::string::npos) << ev->message;
 }
+
+TEST(mcp_session, a_piped_script_with_in_order_gets_every_answer_in_order) {
+  test::temp_dir d;
+  test::cache_env cache;
+  ::setenv("KFORGE_WORKER", test::worker_binary().c_str(), 1);
+  const auto gelu = (test::problems_dir() / "gelu").string();
+  std::string requests = request(1, "initialize", init_params("2025-06-18")).dump() + "\n" +
+                         call(2, "evaluate", {{"problem", gelu}, {"path", gelu + "/seed.cpp"}, {"trials", 1},
+                                              {"time_budget_s", 0.2}}).dump() + "\n" +
+                         call(3, "history", {{"problem", gelu}}).dump() + "\n";
+  write_file_atomic(d / "requests.jsonl", requests);
+  auto rc = run_command({"sh", "-c", fmt::format("cd '{}' && '{}' --db k.db mcp --in-order < requests.jsonl > out.jsonl 2> err.txt",
+                                                 d.path.string(), test::kforge_binary().string())},
+                        300);
+  ASSERT_EQ(rc.exit_code, 0) << read_file(d / "err.txt");
+  std::vector<json> lines;
+  std::istringstream in(read_file(d / "out.jsonl"));
+  for (std::string l; std::getline(in, l);) lines.push_back(json::parse(l));
+  ASSERT_EQ(lines.size(), 3u) << "end of input finished the evaluation rather than cancelling it";
+  EXPECT_EQ(lines[1]["id"], 2);
+  EXPECT_EQ(lines[1]["result"]["structuredContent"]["status"], "passed");
+  EXPECT_EQ(lines[2]["id"], 3);
+  EXPECT_EQ(lines[2]["result"]["structuredContent"]["rows"].size(), 1u) << "history ran after the evaluation";
+}
