@@ -91,6 +91,7 @@ public:
   double time_call(const std::function<int()>& fn, int* rc) override {
     // Nothing earlier (poison, L2 scrub) may overlap the call, even one that ignores our stream.
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    reset_left_state();
     check(cudaEventRecord(m_start, m_stream), "cudaEventRecord");
     const auto h0 = std::chrono::steady_clock::now();
     *rc = fn();
@@ -108,7 +109,20 @@ public:
       throw kforge::error(error_kind::worker,
                           fmt::format("CUDA events measured {:.6g} s but the host clock only {:.6g} s", ev, host));
     m_last_host_s = host;
+    reset_left_state();
     return ev;
+  }
+
+  /// Device state a call can leave behind for the next sample, and for the reference timed
+  /// between its samples in another process: the persisting-L2 set-aside (a carve-out of the
+  /// device's L2, so it shrinks everyone's cache) with its persisting lines, and an access-policy
+  /// window on our stream. Undone before and after every timed call, outside the timed interval.
+  void reset_left_state() {
+    cudaStreamAttrValue none{}; // num_bytes 0: no window
+    (void)cudaStreamSetAttribute(m_stream, cudaStreamAttributeAccessPolicyWindow, &none);
+    (void)cudaCtxResetPersistingL2Cache();
+    (void)cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0);
+    (void)cudaGetLastError(); // a device without persisting L2 refuses these: not a fault of the call
   }
 
 private:
