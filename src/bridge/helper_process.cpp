@@ -82,15 +82,9 @@ std::optional<std::string> helper_process::exchange(const std::string& request, 
   struct sigaction ign{}, old{};
   ign.sa_handler = SIG_IGN;
   ::sigaction(SIGPIPE, &ign, &old);
-  std::size_t sent = 0;
-  while (sent < request.size()) {
-    const ssize_t w = ::write(m_in, request.data() + sent, request.size() - sent);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) break;
-    sent += static_cast<std::size_t>(w);
-  }
+  const bool sent = write_all(m_in, request);
   ::sigaction(SIGPIPE, &old, nullptr);
-  if (sent < request.size()) {
+  if (!sent) {
     int status = 0;
     ::waitpid(m_pid, &status, 0);
     drain_output();

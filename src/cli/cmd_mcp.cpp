@@ -129,13 +129,7 @@ agent::tool_result run_in_child(const std::filesystem::path& db, const agent::to
   process_owner owner = current_process_owner(); // the child's: same host, boot and PID namespace
   owner.pid = pid;
   owner.start_ticks = process_start_ticks(pid).value_or(0);
-  const std::string a = args.dump();
-  for (std::size_t done = 0; done < a.size();) { // the child reads all of it before it starts
-    const auto w = ::write(in[1], a.data() + done, a.size() - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) break;
-    done += static_cast<std::size_t>(w);
-  }
+  (void)write_all(in[1], args.dump()); // the child reads all of it before it starts; if it died, its status says
   ::close(in[1]);
 
   std::string pending;

@@ -93,6 +93,16 @@ command_result run_command(const std::vector<std::string>& argv, double timeout_
   return res;
 }
 
+bool write_all(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t w = ::write(fd, bytes.data(), bytes.size());
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    bytes.remove_prefix(static_cast<std::size_t>(w));
+  }
+  return true;
+}
+
 std::string join_command(const std::vector<std::string>& argv) {
   std::string out;
   for (auto& a : argv) {

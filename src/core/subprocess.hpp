@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -31,6 +32,10 @@ struct command_result {
 /// @return its pid. @throws kforge::error (internal) "cannot run 'argv[0]': reason".
 [[nodiscard]] pid_t spawn_in_own_group(const std::vector<std::string>& argv,
                                        const std::vector<std::pair<int, int>>& descriptors);
+
+/// Writes all of `bytes` to `fd`, retrying when a signal interrupts.
+/// @return false when the reader is gone (or another write error): what was written stays written.
+[[nodiscard]] bool write_all(int fd, std::string_view bytes);
 
 /// Joins argv into a shell-readable line, for logs and the build record.
 [[nodiscard]] std::string join_command(const std::vector<std::string>& argv);

@@ -1,6 +1,7 @@
 #include "worker/protocol.hpp"
 
 #include "core/error.hpp"
+#include "core/subprocess.hpp"
 
 #include <unistd.h>
 
@@ -14,15 +15,9 @@ constexpr char magic[4] = {'K', 'F', 'W', '1'};
 constexpr std::size_t max_header = 16u << 20;
 constexpr std::uint64_t max_payload = std::uint64_t{64} << 30; // larger than any output kforge allocates
 
-void write_all(int fd, const void* p, std::size_t n) {
-  auto* c = static_cast<const char*>(p);
-  while (n) {
-    ssize_t w = ::write(fd, c, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) KFORGE_THROW(worker, "result channel closed: {}", std::strerror(errno));
-    c += w;
-    n -= static_cast<std::size_t>(w);
-  }
+void write_or_throw(int fd, const void* p, std::size_t n) {
+  if (!write_all(fd, std::string_view(static_cast<const char*>(p), n)))
+    KFORGE_THROW(worker, "result channel closed: {}", std::strerror(errno));
 }
 } // namespace
 
@@ -65,8 +60,8 @@ void channel_writer::send(const nlohmann::json& header, const void* payload, std
   frame.insert(frame.end(), h.begin(), h.end());
   const std::uint64_t pl = bytes;
   frame.insert(frame.end(), reinterpret_cast<const char*>(&pl), reinterpret_cast<const char*>(&pl) + 8);
-  write_all(m_fd, frame.data(), frame.size());
-  if (bytes) write_all(m_fd, payload, bytes);
+  write_or_throw(m_fd, frame.data(), frame.size());
+  if (bytes) write_or_throw(m_fd, payload, bytes);
 }
 
 void channel_reader::feed(const char* data, std::size_t n) { m_buf.insert(m_buf.end(), data, data + n); }

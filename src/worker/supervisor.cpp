@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "core/fs.hpp"
+#include "core/subprocess.hpp"
 #include "worker/confinement.hpp"
 
 #include <fcntl.h>
@@ -39,18 +40,6 @@ std::filesystem::path default_worker_exe() {
 }
 
 namespace {
-
-// @return false when the reader is gone (the worker died: its exit status tells why)
-bool write_all_nointr(int fd, const std::string& s) {
-  std::size_t off = 0;
-  while (off < s.size()) {
-    ssize_t w = ::write(fd, s.data() + off, s.size() - off);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    off += static_cast<std::size_t>(w);
-  }
-  return true;
-}
 
 // Which limit the watchdog hit, in words.
 std::string elapsed_at_kill(double wall_s, double step_started, double timeout_s, double total_cap_s) {
@@ -329,7 +318,7 @@ worker_session::worker_session(const std::filesystem::path& exe, nlohmann::json 
     m->rep_open = true;
   }
   ::fcntl(m->res_r, F_SETPIPE_SZ, 1 << 20);
-  write_all_nointr(m->in_w, job_line);
+  (void)write_all(m->in_w, job_line); // a worker already gone: its exit status tells why
 }
 
 worker_session::~worker_session() {
@@ -347,7 +336,7 @@ worker_session::~worker_session() {
 bool worker_session::send(const nlohmann::json& command) {
   if (m->in_w < 0 || m->over()) return false;
   m->step_started = m->elapsed();
-  return write_all_nointr(m->in_w, command.dump() + "\n");
+  return write_all(m->in_w, command.dump() + "\n");
 }
 
 void worker_session::close_input() {
