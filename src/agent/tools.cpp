@@ -769,16 +769,9 @@ tool report_tool(const std::filesystem::path& db_path) {
     if (args.contains("run") == args.contains("problem")) KFORGE_THROW(usage, "report: give `run` or `problem`, exactly one");
     require_db(db_path);
     store::store db(db_path);
-    json doc;
-    std::string name;
-    if (args.contains("run")) {
-      doc = report::report_of_run(db, args["run"].get<int64_t>());
-      name = fmt::format("report-run-{}.html", args["run"].get<int64_t>());
-    } else {
-      doc = report::report_of_problem(db, args["problem"].get<std::string>());
-      name = fmt::format("report-{}.html", report::file_stem(args["problem"].get<std::string>()));
-    }
-    const auto path = std::filesystem::absolute(args.contains("path") ? args["path"].get<std::string>() : name);
+    const json doc = args.contains("run") ? report::report_of_run(db, args["run"].get<int64_t>())
+                                          : report::report_of_problem(db, args["problem"].get<std::string>());
+    const auto path = std::filesystem::absolute(args.value("path", report::default_file_name(doc)));
     write_file_atomic(path, report::render_html(doc));
     json j{{"path", path.string()}, {"kind", doc["kind"]}, {"title", doc["title"]}, {"summary", doc["summary"]}};
     return tool_result{.structured = j, .text = fmt::format("wrote {} ({})\n{}", path.string(),

@@ -38,25 +38,21 @@ command_fn add_report_command(CLI::App& app, global_options& g) {
     std::optional<store::store> db;
     if (have_db) db.emplace(g.db_path());
     nlohmann::json doc;
-    std::string name;
     if (!o->suite.empty()) {
       if (!fs::is_regular_file(o->suite)) KFORGE_THROW(usage, "{}: no such file (write it with: kforge suite DIR --json > FILE)", o->suite);
       auto suite = nlohmann::json::parse(read_file(o->suite), nullptr, false);
       if (suite.is_discarded()) KFORGE_THROW(usage, "{}: not JSON (write it with: kforge suite DIR --json > FILE)", o->suite);
       doc = report::report_of_suite(db ? &*db : nullptr, suite);
-      name = "report-suite.html";
     } else if (auto run = report::parse_run_ref(o->subject)) {
       doc = report::report_of_run(*db, *run);
-      name = fmt::format("report-run-{}.html", *run);
     } else {
       doc = report::report_of_problem(*db, o->subject);
-      name = fmt::format("report-{}.html", report::file_stem(o->subject));
     }
     if (g.json) {
       std::cout << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       return exit_ok;
     }
-    const fs::path out = o->out.empty() ? fs::path(name) : fs::path(o->out);
+    const fs::path out = o->out.empty() ? fs::path(report::default_file_name(doc)) : fs::path(o->out);
     write_file_atomic(out, report::render_html(doc));
     std::cout << fmt::format("wrote {} ({}: {} evaluations, {} passed)\n", out.string(), doc["title"].get<std::string>(),
                              doc["summary"].value("evaluations", 0), doc["summary"].value("passed", 0));

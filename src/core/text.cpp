@@ -19,6 +19,18 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+std::vector<std::string_view> lines_of(std::string_view s) {
+  std::vector<std::string_view> out;
+  std::size_t pos = 0;
+  while (pos < s.size()) {
+    auto end = s.find('\n', pos);
+    if (end == std::string_view::npos) end = s.size();
+    out.push_back(s.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return out;
+}
+
 std::size_t edit_distance(std::string_view a, std::string_view b) {
   const std::size_t w = b.size() + 1;
   std::vector<std::size_t> d((a.size() + 1) * w);

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace kforge {
 
@@ -13,6 +14,10 @@ namespace kforge {
 
 /// `s` without leading and trailing whitespace (std::isspace): a view into `s`.
 [[nodiscard]] std::string_view trim(std::string_view s);
+
+/// The lines of `s`, split at '\n' (kept out), as views into `s`; a final newline makes no
+/// empty last line. A '\r' before the newline stays in the line.
+[[nodiscard]] std::vector<std::string_view> lines_of(std::string_view s);
 
 // ------------------------------------------------------------------------- secrets
 // A candidate that reads a key from its environment (or a file) and prints it must not

@@ -3,6 +3,7 @@
 #include "core/build_info.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "core/fs.hpp"
 #include "device/calibration.hpp"
 #include "problem/problem.hpp"
@@ -342,18 +343,6 @@ json summary_of(const json& doc, double wall_s) {
 
 // ---- a line diff (longest common subsequence), for the best against its parent
 
-std::vector<std::string_view> lines_of(const std::string& s) {
-  std::vector<std::string_view> out;
-  std::size_t pos = 0;
-  while (pos < s.size()) {
-    auto end = s.find('\n', pos);
-    if (end == std::string::npos) end = s.size();
-    out.emplace_back(s.data() + pos, end - pos);
-    pos = end + 1;
-  }
-  return out;
-}
-
 } // namespace
 
 std::string unified_diff(const std::string& from, const std::string& to, const std::string& from_name,
@@ -663,6 +652,13 @@ json report_of_suite(const store::store* db, const json& suite) {
                     {"best_speedup", nullptr}, {"best_roofline_fraction", nullptr}, {"reference_median_s", nullptr},
                     {"tokens", 0}, {"cost_usd", 0.0}, {"wall_s", nullptr}};
   return doc;
+}
+
+std::string default_file_name(const json& doc) {
+  const std::string kind = doc.value("kind", "");
+  if (kind == "run") return fmt::format("report-run-{}.html", doc["run"]["id"].get<int64_t>());
+  if (kind == "problem") return fmt::format("report-{}.html", file_stem(doc["problem"]["name"].get<std::string>()));
+  return "report-suite.html";
 }
 
 // ------------------------------------------------------------------------------ the page

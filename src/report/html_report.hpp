@@ -33,6 +33,10 @@ namespace kforge::report {
 /// each row's evaluation's device and roofline fraction.
 [[nodiscard]] nlohmann::json report_of_suite(const store::store* db, const nlohmann::json& suite);
 
+/// Where a report is written when no file is named: report-run-N.html, report-PROBLEM.html
+/// (the name made safe for a file name) or report-suite.html, from the document's kind.
+[[nodiscard]] std::string default_file_name(const nlohmann::json& doc);
+
 /// The page: html/report.html with its style, libraries, document and script inlined.
 /// @throws kforge::error (usage) naming the package to install when a library is missing.
 [[nodiscard]] std::string render_html(const nlohmann::json& doc);

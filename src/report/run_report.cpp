@@ -2,6 +2,7 @@
 
 #include "build/compiler.hpp"
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "core/fs.hpp"
 
 #include <fmt/format.h>
@@ -72,17 +73,9 @@ bool is_launch_directive(std::string_view line) {
 
 std::vector<std::string> launch_directives(const std::string& source) {
   std::vector<std::string> out;
-  std::size_t pos = 0;
-  while (pos < source.size()) {
-    auto end = source.find('\n', pos);
-    if (end == std::string::npos) end = source.size();
-    std::string line = source.substr(pos, end - pos);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (is_launch_directive(line)) {
-      auto first = line.find_first_not_of(" \t");
-      out.push_back(line.substr(first));
-    }
-    pos = end + 1;
+  for (auto line : lines_of(source)) {
+    if (line.ends_with('\r')) line.remove_suffix(1);
+    if (is_launch_directive(line)) out.emplace_back(line.substr(line.find_first_not_of(" \t")));
   }
   return out;
 }
