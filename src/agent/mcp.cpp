@@ -31,6 +31,16 @@ json result_response(const json& id, json result) {
   return {{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}};
 }
 
+/// Calls f with each line of `in` that is not blank, a trailing '\r' dropped, until EOF.
+template <typename F>
+void for_each_line(std::istream& in, F&& f) {
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") != std::string::npos) f(line);
+  }
+}
+
 bool valid_id(const json& id) { return id.is_string() || id.is_number_integer() || id.is_number_unsigned(); }
 
 // structuredContent and tool titles came with 2025-06-18; older clients get neither.
@@ -369,31 +379,25 @@ void mcp_server::cancel_all(const std::string& reason) {
 }
 
 void mcp_server::serve_in_order(std::istream& in, std::ostream& out) {
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+  for_each_line(in, [&](const std::string& line) {
     if (auto reply = handle_line(line)) { // m_out unset: tools/call runs here, to the end
       out << *reply << '\n';
       out.flush();
     }
-  }
+  });
 }
 
 void mcp_server::serve(std::istream& in, std::ostream& out) {
   m_out = &out;
   std::thread tick([this] { ticker(); });
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+  for_each_line(in, [&](const std::string& line) {
     if (auto reply = handle_line(line)) {
       std::lock_guard lock(m_out_mutex);
       out << *reply << '\n';
       out.flush();
     }
     reap(false);
-  }
+  });
   // End of input: the client went away; nobody is left to read an answer.
   cancel_all("its MCP client closed the connection");
   {

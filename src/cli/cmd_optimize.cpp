@@ -27,16 +27,24 @@ void clear_progress() {
   g_progress_shown = false;
 }
 
+/// The ticker's line: rewritten in place on a terminal, a plain line otherwise.
+void show_progress(const std::string& line) {
+  if (isatty(STDOUT_FILENO)) {
+    std::cout << "\r\033[K" << line << std::flush;
+    g_progress_shown = true;
+  } else {
+    std::cout << line << "\n" << std::flush;
+  }
+}
+
 // One line per round and per new best, for a person watching the terminal.
 void print_event(const nlohmann::json& e) {
   const std::string kind = e.value("event", "");
   if (kind == "llm_progress") {
-    if (!isatty(STDOUT_FILENO)) return; // a log file gets the rounds, not a ticker
-    std::cout << fmt::format("\r\033[K  llm      {} call{} streaming  {} tokens  {:.1f} tokens/s  {:.0f} s",
-                             e.value("calls", 1), e.value("calls", 1) == 1 ? "" : "s", e.value("tokens", 0),
-                             e.value("tokens_per_s", 0.0), e.value("elapsed_s", 0.0))
-              << std::flush;
-    g_progress_shown = true;
+    if (isatty(STDOUT_FILENO)) // a log file gets the rounds, not a ticker
+      show_progress(fmt::format("  llm      {} call{} streaming  {} tokens  {:.1f} tokens/s  {:.0f} s", e.value("calls", 1),
+                                e.value("calls", 1) == 1 ? "" : "s", e.value("tokens", 0), e.value("tokens_per_s", 0.0),
+                                e.value("elapsed_s", 0.0)));
     return;
   }
   clear_progress();
@@ -76,16 +84,6 @@ void print_event(const nlohmann::json& e) {
     std::cout << fmt::format("stopped: {}\n", e.value("reason", ""));
   }
   std::cout.flush();
-}
-
-/// The ticker's line: rewritten in place on a terminal, a plain line otherwise.
-void show_progress(const std::string& line) {
-  if (isatty(STDOUT_FILENO)) {
-    std::cout << "\r\033[K" << line << std::flush;
-    g_progress_shown = true;
-  } else {
-    std::cout << line << "\n" << std::flush;
-  }
 }
 
 } // namespace
