@@ -36,6 +36,8 @@ public:
   virtual void upload(void* dst, const void* src, std::size_t bytes) = 0;   // host -> device
   virtual void download(void* dst, const void* src, std::size_t bytes) = 0; // device -> host
   virtual void fill(void* dst, std::uint8_t byte, std::size_t bytes) = 0;
+  /// Device to device, enqueued on stream() after what is there (CPU: at once).
+  virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;
 
   /// @return what kf_args.stream carries: NULL on the CPU, the cudaStream_t on CUDA.
   [[nodiscard]] virtual void* stream() = 0;

@@ -41,6 +41,7 @@ public:
   void upload(void* dst, const void* src, std::size_t n) override { std::memcpy(dst, src, n); }
   void download(void* dst, const void* src, std::size_t n) override { std::memcpy(dst, src, n); }
   void fill(void* dst, std::uint8_t byte, std::size_t n) override { std::memset(dst, byte, n); }
+  void copy(void* dst, const void* src, std::size_t n) override { std::memcpy(dst, src, n); }
   void* stream() override { return nullptr; }
   void synchronize() override {}
   void synchronize_stream() override {}

@@ -77,6 +77,9 @@ public:
   void fill(void* dst, std::uint8_t byte, std::size_t n) override {
     check(cudaMemsetAsync(dst, byte, n, m_stream), "cudaMemset");
   }
+  void copy(void* dst, const void* src, std::size_t n) override {
+    check(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, m_stream), "cudaMemcpy");
+  }
   void* stream() override { return m_stream; }
   void synchronize() override {
     check(cudaStreamSynchronize(m_stream), "cudaStreamSynchronize");

@@ -18,7 +18,12 @@ guarded_buffer::guarded_buffer(device::backend& dev, std::size_t bytes, std::uin
   m_dev.upload(static_cast<char*>(m_base) + m_guard + bytes, m_canary.data() + m_guard, m_guard);
 }
 
-guarded_buffer::~guarded_buffer() { m_dev.release(m_base); }
+guarded_buffer::guarded_buffer(device::backend& dev, void* data, std::size_t bytes)
+    : m_dev(dev), m_base(data), m_bytes(bytes), m_guard(0), m_owned(false) {}
+
+guarded_buffer::~guarded_buffer() {
+  if (m_owned) m_dev.release(m_base);
+}
 
 std::optional<std::string> guarded_buffer::check_guards() const {
   if (m_guard == 0) return std::nullopt;
@@ -51,6 +56,52 @@ std::size_t tensor_bytes(const problem::tensor_spec& t, precision prec) {
   return static_cast<std::size_t>(t.numel()) * dtype_size(prec == precision::oracle ? t.oracle_dtype() : t.dtype);
 }
 } // namespace
+
+set_layout shared_set_layout(const problem::problem& p) {
+  set_layout l;
+  constexpr std::size_t g = guarded_buffer::guard_bytes;
+  auto place = [&](std::size_t bytes) {
+    const std::size_t at = l.bytes + g;
+    l.bytes = (at + bytes + g + 255) / 256 * 256;
+    return at;
+  };
+  for (auto* t : p.inputs()) {
+    l.input_bytes.push_back(tensor_bytes(*t, precision::nominal));
+    l.inputs.push_back(place(l.input_bytes.back()));
+  }
+  for (auto* t : p.outputs()) {
+    l.output_bytes.push_back(tensor_bytes(*t, precision::nominal));
+    l.outputs.push_back(place(l.output_bytes.back()));
+  }
+  for (auto b : l.output_bytes) l.answers.push_back(place(b));
+  return l;
+}
+
+tensor_set::tensor_set(device::backend& dev, const problem::problem& p, void* base, std::uint64_t)
+    : m_dev(dev), m_problem(p), m_guard(guarded_buffer::guard_bytes) {
+  const auto l = shared_set_layout(p);
+  auto* b = static_cast<char*>(base);
+  std::size_t k = 0;
+  for (auto* t : p.inputs()) {
+    m_in.push_back(std::make_unique<guarded_buffer>(dev, b + l.inputs[k], l.input_bytes[k]));
+    m_in_t.push_back(make_tensor_view(*t, precision::nominal, m_in.back()->data()));
+    m_in_names.push_back(t->name);
+    ++k;
+  }
+  k = 0;
+  for (auto* t : p.outputs()) {
+    m_out.push_back(std::make_unique<guarded_buffer>(dev, b + l.outputs[k], l.output_bytes[k]));
+    m_out_t.push_back(make_tensor_view(*t, precision::nominal, m_out.back()->data()));
+    m_out_names.push_back(t->name);
+    ++k;
+  }
+  for (auto a : l.answers) m_answers.push_back(b + a);
+  m_args.inputs = m_in_t.data();
+  m_args.num_inputs = static_cast<int32_t>(m_in_t.size());
+  m_args.outputs = m_out_t.data();
+  m_args.num_outputs = static_cast<int32_t>(m_out_t.size());
+  m_args.stream = dev.stream();
+}
 
 tensor_set::tensor_set(device::backend& dev, const problem::problem& p, precision prec, std::uint64_t canary_seed,
                        bool guards)
@@ -89,6 +140,14 @@ void tensor_set::set_workspace(std::size_t bytes, std::uint64_t canary_seed) {
 
 void tensor_set::poison(std::uint8_t workspace_byte) {
   for (auto& b : m_out) m_dev.fill(b->data(), output_poison, b->bytes());
+  if (m_ws && m_ws->bytes()) m_dev.fill(m_ws->data(), workspace_byte, m_ws->bytes());
+}
+
+void tensor_set::copy_answers() {
+  for (std::size_t k = 0; k < m_answers.size(); ++k) m_dev.copy(m_answers[k], m_out[k]->data(), m_out[k]->bytes());
+}
+
+void tensor_set::poison_workspace(std::uint8_t workspace_byte) {
   if (m_ws && m_ws->bytes()) m_dev.fill(m_ws->data(), workspace_byte, m_ws->bytes());
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <thread>
 #include <vector>
 
@@ -67,98 +68,22 @@ reference_error measure_reference_error(const problem::tensor_spec& spec, const 
   return e;
 }
 
-std::vector<check_result> compare_output(const problem::tensor_spec& spec, const problem::tolerance_spec& tol,
-                                         const host_tensor& cand, const host_tensor& oracle,
-                                         const host_tensor& ref) {
+kf_scan scan_output(const problem::tensor_spec& spec, const problem::tolerance_spec& tol, const host_tensor& cand,
+                    const host_tensor& oracle, const host_tensor& ref) {
   const auto n = static_cast<std::size_t>(spec.numel());
   KFORGE_ASSERT(cand.bytes.size() == n * dtype_size(cand.dtype));
-  check_result unwritten{.name = "unwritten", .output = spec.name};
-  check_result nonfinite{.name = "nonfinite", .output = spec.name};
-  check_result tolerance{.name = "tolerance", .output = spec.name};
-  const bool real = dtype_is_real(spec.dtype);
-
-  // One pass over the elements, in chunks on every core (GPU outputs hold 10^8 elements);
-  // partial results merge in chunk order, so "first" and "worst" are the same elements a
-  // sequential pass would name.
-  struct scan {
-    std::size_t n = 0;
-    std::size_t poisoned = 0, first_poison = 0, bad_class = 0, first_bad_class = 0;
-    double max_ec = 0, max_er = 0, max_o = 0, ec2 = 0, er2 = 0, o2 = 0;
-    std::size_t worst = 0, worst_rtol = 0;
-    bool have_worst = false, have_worst_rtol = false;
-    double worst_rtol_ratio = 0;
-    std::size_t rtol_fail = 0, int_mismatch = 0, first_int_mismatch = 0;
-  };
+  const kf_scan_params params = scan_params(spec, tol, cand.dtype, oracle.dtype, ref.dtype);
+  // In chunks on every core (GPU outputs hold 10^8 elements); kf_scan_combine keeps "first"
+  // and "worst" the elements a sequential pass would name.
   auto run = [&](std::size_t begin, std::size_t end) {
-    scan a;
-    for (std::size_t i = begin; i < end; ++i) {
-      if (real && is_poison(cand, i)) {
-        if (a.poisoned++ == 0) a.first_poison = i;
-        continue;
-      }
-      const double c = load_as_double(cand.bytes.data(), cand.dtype, i);
-      const double o = load_as_double(oracle.bytes.data(), oracle.dtype, i);
-      const double r = load_as_double(ref.bytes.data(), ref.dtype, i);
-      if (!real) {
-        if (c != o && a.int_mismatch++ == 0) a.first_int_mismatch = i;
-        continue;
-      }
-      const int cc = fp_class(c), oc = fp_class(o), rc = fp_class(r);
-      if (cc != oc && !(rc != oc && cc == rc)) {
-        if (a.bad_class++ == 0) a.first_bad_class = i;
-        continue;
-      }
-      if (cc != 0 || oc != 0 || rc != 0) continue;
-      const double ec = std::fabs(c - o), er = std::fabs(r - o);
-      if (!a.have_worst || ec > a.max_ec) {
-        a.max_ec = ec;
-        a.worst = i;
-        a.have_worst = true;
-      }
-      a.max_er = std::max(a.max_er, er);
-      a.max_o = std::max(a.max_o, std::fabs(o));
-      a.ec2 += ec * ec;
-      a.er2 += er * er;
-      a.o2 += o * o;
-      if (tol.policy == problem::tolerance_policy::rtol) {
-        const double allowed = tol.atol + tol.rtol * std::fabs(o);
-        const double ratio = allowed > 0 ? ec / allowed : (ec > 0 ? std::numeric_limits<double>::infinity() : 0);
-        if (ec > allowed) ++a.rtol_fail;
-        if (!a.have_worst_rtol || ratio > a.worst_rtol_ratio) {
-          a.worst_rtol_ratio = ratio;
-          a.worst_rtol = i;
-          a.have_worst_rtol = true;
-        }
-      }
-    }
+    kf_scan a = kf_scan_empty();
+    for (std::size_t i = begin; i < end; ++i)
+      kf_scan_element(a, params, i, params.real && is_poison(cand, i), load_as_double(cand.bytes.data(), cand.dtype, i),
+                      load_as_double(oracle.bytes.data(), oracle.dtype, i), load_as_double(ref.bytes.data(), ref.dtype, i));
     return a;
   };
-  auto merge = [](scan& a, const scan& b) { // b's elements all come after a's
-    if (b.poisoned && !a.poisoned) a.first_poison = b.first_poison;
-    a.poisoned += b.poisoned;
-    if (b.bad_class && !a.bad_class) a.first_bad_class = b.first_bad_class;
-    a.bad_class += b.bad_class;
-    if (b.int_mismatch && !a.int_mismatch) a.first_int_mismatch = b.first_int_mismatch;
-    a.int_mismatch += b.int_mismatch;
-    if (b.have_worst && (!a.have_worst || b.max_ec > a.max_ec)) {
-      a.max_ec = b.max_ec;
-      a.worst = b.worst;
-      a.have_worst = true;
-    }
-    if (b.have_worst_rtol && (!a.have_worst_rtol || b.worst_rtol_ratio > a.worst_rtol_ratio)) {
-      a.worst_rtol_ratio = b.worst_rtol_ratio;
-      a.worst_rtol = b.worst_rtol;
-      a.have_worst_rtol = true;
-    }
-    a.max_er = std::max(a.max_er, b.max_er);
-    a.max_o = std::max(a.max_o, b.max_o);
-    a.ec2 += b.ec2;
-    a.er2 += b.er2;
-    a.o2 += b.o2;
-    a.rtol_fail += b.rtol_fail;
-  };
   const std::size_t chunks = n < (1u << 20) ? 1 : std::max(1u, std::thread::hardware_concurrency());
-  std::vector<scan> parts(chunks);
+  std::vector<kf_scan> parts(chunks);
   {
     const std::size_t per = (n + chunks - 1) / chunks;
     std::vector<std::thread> pool;
@@ -167,35 +92,69 @@ std::vector<check_result> compare_output(const problem::tensor_spec& spec, const
     parts[0] = run(0, std::min(n, per));
     for (auto& th : pool) th.join();
   }
-  scan all = parts[0];
-  for (std::size_t t = 1; t < chunks; ++t) merge(all, parts[t]);
+  kf_scan all = parts[0];
+  for (std::size_t t = 1; t < chunks; ++t) kf_scan_combine(all, parts[t]);
+  return all;
+}
+
+kf_scan_params scan_params(const problem::tensor_spec& spec, const problem::tolerance_spec& tol, kf_dtype cand,
+                           kf_dtype oracle, kf_dtype ref) {
+  return {.cand_dtype = cand, .oracle_dtype = oracle, .ref_dtype = ref, .real = dtype_is_real(spec.dtype) ? 1 : 0,
+          .rtol_policy = tol.policy == problem::tolerance_policy::rtol ? 1 : 0, .atol = tol.atol, .rtol = tol.rtol};
+}
+
+std::vector<std::size_t> scan_elements(const problem::tensor_spec& spec, const problem::tolerance_spec& tol,
+                                       const kf_scan& s) {
+  std::vector<std::size_t> at;
+  if (s.poisoned) at.push_back(s.first_poison);
+  if (s.bad_class) at.push_back(s.first_bad_class);
+  if (!dtype_is_real(spec.dtype)) {
+    if (s.int_mismatch) at.push_back(s.first_int_mismatch);
+    return at;
+  }
+  if (s.have_worst) at.push_back(s.worst);
+  if (tol.policy == problem::tolerance_policy::rtol && s.rtol_fail && s.have_worst_rtol) at.push_back(s.worst_rtol);
+  return at;
+}
+
+std::vector<check_result> judge_scan(const problem::tensor_spec& spec, const problem::tolerance_spec& tol,
+                                     const kf_scan& all, const std::map<std::size_t, element_values>& values) {
+  const auto n = static_cast<std::size_t>(spec.numel());
+  check_result unwritten{.name = "unwritten", .output = spec.name};
+  check_result nonfinite{.name = "nonfinite", .output = spec.name};
+  check_result tolerance{.name = "tolerance", .output = spec.name};
+  const bool real = dtype_is_real(spec.dtype);
   const std::size_t poisoned = all.poisoned, first_poison = all.first_poison;
   const std::size_t bad_class = all.bad_class, first_bad_class = all.first_bad_class;
   const double max_ec = all.max_ec, max_er = all.max_er, max_o = all.max_o, ec2 = all.ec2, er2 = all.er2, o2 = all.o2;
   const std::size_t worst = all.have_worst ? all.worst : n, worst_rtol = all.have_worst_rtol ? all.worst_rtol : n;
   const double worst_rtol_ratio = all.worst_rtol_ratio;
   const std::size_t rtol_fail = all.rtol_fail, int_mismatch = all.int_mismatch, first_int_mismatch = all.first_int_mismatch;
-
+  auto value = [&](std::size_t i) {
+    auto it = values.find(i);
+    KFORGE_ASSERT(it != values.end()); // scan_elements named it
+    return it->second;
+  };
   auto element = [&](std::size_t i) {
+    const auto v = value(i);
     nlohmann::json j{{"index", i}, {"element", element_name(spec, i)}};
-    j["got"] = num(load_as_double(cand.bytes.data(), cand.dtype, i));
-    j["expected"] = num(load_as_double(oracle.bytes.data(), oracle.dtype, i));
-    j["reference"] = num(load_as_double(ref.bytes.data(), ref.dtype, i));
+    j["got"] = num(v.got);
+    j["expected"] = num(v.expected);
+    j["reference"] = num(v.reference);
     return j;
   };
 
   if (poisoned) {
     unwritten.passed = false;
     unwritten.detail = {{"count", poisoned}, {"of", n}, {"first", element_name(spec, first_poison)},
-                        {"expected", num(load_as_double(oracle.bytes.data(), oracle.dtype, first_poison))}};
+                        {"expected", num(value(first_poison).expected)}};
     unwritten.message = fmt::format("{} of {} elements of output '{}' were never written (first: {}, expected {})",
                                     poisoned, n, spec.name, element_name(spec, first_poison),
-                                    num(load_as_double(oracle.bytes.data(), oracle.dtype, first_poison)));
+                                    num(value(first_poison).expected));
   }
   if (bad_class) {
     const std::size_t i = first_bad_class;
-    const double c = load_as_double(cand.bytes.data(), cand.dtype, i);
-    const double o = load_as_double(oracle.bytes.data(), oracle.dtype, i);
+    const double c = value(i).got, o = value(i).expected;
     nonfinite.passed = false;
     nonfinite.detail = element(i);
     nonfinite.detail["count"] = bad_class;
@@ -273,22 +232,37 @@ std::vector<check_result> compare_output(const problem::tensor_spec& spec, const
   return {unwritten, nonfinite, tolerance};
 }
 
-check_result compare_repeat(const problem::tensor_spec& spec, const host_tensor& a, const host_tensor& b) {
+std::vector<check_result> compare_output(const problem::tensor_spec& spec, const problem::tolerance_spec& tol,
+                                         const host_tensor& cand, const host_tensor& oracle, const host_tensor& ref) {
+  const auto s = scan_output(spec, tol, cand, oracle, ref);
+  std::map<std::size_t, element_values> values;
+  for (auto i : scan_elements(spec, tol, s))
+    values[i] = {load_as_double(cand.bytes.data(), cand.dtype, i), load_as_double(oracle.bytes.data(), oracle.dtype, i),
+                 load_as_double(ref.bytes.data(), ref.dtype, i)};
+  return judge_scan(spec, tol, s, values);
+}
+
+check_result repeat_verdict(const problem::tensor_spec& spec, std::size_t differ, std::size_t first, double x, double y) {
   check_result r{.name = "repeat", .output = spec.name};
+  if (differ) {
+    r.passed = false;
+    r.detail = {{"count", differ}, {"first", element_name(spec, first)}, {"first_call", num(x)}, {"second_call", num(y)}};
+    r.message = fmt::format("two calls on identical inputs disagree in {} elements of output '{}': first {} = {} then {} "
+                            "(a race, uninitialised memory, or state kept between calls)",
+                            differ, spec.name, element_name(spec, first), num(x), num(y));
+  }
+  return r;
+}
+
+check_result compare_repeat(const problem::tensor_spec& spec, const host_tensor& a, const host_tensor& b) {
   const std::size_t w = dtype_size(a.dtype);
   const std::size_t n = a.bytes.size() / w;
   std::size_t diff = 0, first = 0;
   for (std::size_t i = 0; i < n; ++i)
     if (std::memcmp(a.bytes.data() + i * w, b.bytes.data() + i * w, w) != 0 && diff++ == 0) first = i;
-  if (diff) {
-    r.passed = false;
-    const double x = load_as_double(a.bytes.data(), a.dtype, first), y = load_as_double(b.bytes.data(), b.dtype, first);
-    r.detail = {{"count", diff}, {"first", element_name(spec, first)}, {"first_call", num(x)}, {"second_call", num(y)}};
-    r.message = fmt::format("two calls on identical inputs disagree in {} elements of output '{}': first {} = {} then {} "
-                            "(a race, uninitialised memory, or state kept between calls)",
-                            diff, spec.name, element_name(spec, first), num(x), num(y));
-  }
-  return r;
+  if (!diff) return repeat_verdict(spec, 0, 0, 0, 0);
+  return repeat_verdict(spec, diff, first, load_as_double(a.bytes.data(), a.dtype, first),
+                        load_as_double(b.bytes.data(), b.dtype, first));
 }
 
 } // namespace kforge::eval

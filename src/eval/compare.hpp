@@ -13,9 +13,11 @@
 // the output poison are reported as unwritten. Integer outputs must equal the oracle.
 //   auto checks = compare_output(spec, tol, cand, oracle, ref);  // unwritten, nonfinite, tolerance
 #include "eval/buffers.hpp"
+#include "eval/gpu/scan.h"
 #include "eval/result.hpp"
 #include "problem/problem.hpp"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,9 +30,35 @@ namespace kforge::eval {
                                                        const host_tensor& candidate, const host_tensor& oracle,
                                                        const host_tensor& reference);
 
+// The same verdict in two steps, so that the pass over the elements can run where the
+// tensors are (eval/gpu/device_kernels.cu on the GPU): scan, then judge from the scan and
+// the values of the few elements it names.
+//   auto s = scan_output(spec, tol, cand, oracle, ref);          // or the GPU judge's kf_scan
+//   for (auto i : scan_elements(spec, tol, s)) values[i] = {got, expected, reference};
+//   auto checks = judge_scan(spec, tol, s, values);              // == compare_output(...)
+
+/// The kernel's parameters for this output and these dtypes.
+[[nodiscard]] kf_scan_params scan_params(const problem::tensor_spec& spec, const problem::tolerance_spec& tol,
+                                         kf_dtype cand, kf_dtype oracle, kf_dtype ref);
+/// The host's pass over the elements (every core for large outputs).
+[[nodiscard]] kf_scan scan_output(const problem::tensor_spec& spec, const problem::tolerance_spec& tol,
+                                  const host_tensor& candidate, const host_tensor& oracle, const host_tensor& reference);
+/// The elements whose values judge_scan's messages quote.
+[[nodiscard]] std::vector<std::size_t> scan_elements(const problem::tensor_spec& spec,
+                                                     const problem::tolerance_spec& tol, const kf_scan& s);
+struct element_values {
+  double got = 0, expected = 0, reference = 0;
+};
+/// The three checks of compare_output from a scan. @pre values holds every scan_elements index
+[[nodiscard]] std::vector<check_result> judge_scan(const problem::tensor_spec& spec, const problem::tolerance_spec& tol,
+                                                   const kf_scan& s, const std::map<std::size_t, element_values>& values);
+
 /// The "repeat" check: two calls on identical inputs must be bitwise identical.
 [[nodiscard]] check_result compare_repeat(const problem::tensor_spec& spec, const host_tensor& first,
                                           const host_tensor& second);
+/// The same from a count of differing elements, the first of them and its two values.
+[[nodiscard]] check_result repeat_verdict(const problem::tensor_spec& spec, std::size_t differ, std::size_t first,
+                                          double first_call, double second_call);
 
 /// The reference's own error against the oracle (what the ratio policy scales).
 struct reference_error {

@@ -33,29 +33,38 @@ std::vector<host_tensor> make_inputs(const problem::problem& p, const problem::c
   return out;
 }
 
+hidden_plan plan_hidden(const problem::problem& p, std::uint64_t seed) {
+  hidden_plan h;
+  std::mt19937_64 rng(seed ^ 0x6b666f7267652d68ull); // "kforge-h": positions independent of the values
+  h.donor_case = 1 + rng() % (p.cases.size() - 1);
+  h.donor_seed = rng();
+  for (auto* t : p.inputs()) {
+    auto& sl = h.inputs.emplace_back();
+    // Only real tensors: integer inputs may be indices or sizes whose rows must stay consistent.
+    const auto numel = static_cast<std::size_t>(t->numel());
+    if (!dtype_is_real(t->dtype) || numel == 0) continue;
+    const bool batched = t->shape.size() >= 2 && t->shape[0] >= 4;
+    const std::size_t rows = batched ? static_cast<std::size_t>(t->shape[0]) : std::max<std::size_t>(1, numel / 256);
+    sl.count = rows;
+    const std::size_t count = std::max<std::size_t>(1, rows / 8);
+    for (std::size_t i = 0; i < count; ++i) sl.rows.push_back(rng() % rows);
+  }
+  return h;
+}
+
 std::vector<host_tensor> make_trial_inputs(const problem::problem& p, const std::string& case_name, std::uint64_t seed,
                                           precision prec) {
   for (auto& c : p.cases)
     if (c.name == case_name) return make_inputs(p, c, seed, prec);
   if (case_name != hidden_case || p.cases.size() < 2) KFORGE_THROW(internal, "no input case named '{}'", case_name);
-  std::mt19937_64 rng(seed ^ 0x6b666f7267652d68ull); // "kforge-h": positions independent of the values
+  const auto h = plan_hidden(p, seed);
   auto base = make_inputs(p, p.cases[0], seed, prec);
-  const auto& donor_case = p.cases[1 + rng() % (p.cases.size() - 1)];
-  const auto donor = make_inputs(p, donor_case, rng(), prec);
-  const auto ins = p.inputs();
-  for (std::size_t k = 0; k < ins.size(); ++k) {
-    // Only real tensors: integer inputs may be indices or sizes whose rows must stay consistent.
-    if (!dtype_is_real(ins[k]->dtype)) continue;
-    const auto numel = static_cast<std::size_t>(ins[k]->numel());
-    if (numel == 0) continue;
-    const bool batched = ins[k]->shape.size() >= 2 && ins[k]->shape[0] >= 4;
-    const std::size_t rows = batched ? static_cast<std::size_t>(ins[k]->shape[0]) : std::max<std::size_t>(1, numel / 256);
-    const std::size_t row_bytes = base[k].bytes.size() / rows;
-    const std::size_t count = std::max<std::size_t>(1, rows / 8);
-    for (std::size_t i = 0; i < count; ++i) {
-      const std::size_t r = rng() % rows;
+  const auto donor = make_inputs(p, p.cases[h.donor_case], h.donor_seed, prec);
+  for (std::size_t k = 0; k < base.size(); ++k) {
+    if (h.inputs[k].rows.empty()) continue;
+    const std::size_t row_bytes = base[k].bytes.size() / h.inputs[k].count;
+    for (auto r : h.inputs[k].rows)
       std::copy_n(donor[k].bytes.begin() + r * row_bytes, row_bytes, base[k].bytes.begin() + r * row_bytes);
-    }
   }
   return base;
 }

@@ -21,6 +21,20 @@ namespace kforge::eval {
 /// path (look at row 0, guess the distribution) meets hard values where it did not look.
 inline constexpr const char* hidden_case = "hidden:mixed";
 
+/// Where the hidden case's slices go: drawn from the trial's seed alone (not from the values),
+/// so the host and the GPU draw (worker/role_judge.cpp) place them alike.
+struct hidden_plan {
+  std::size_t donor_case = 1;    // index into p.cases
+  std::uint64_t donor_seed = 0;  // the donor's inputs: make_inputs(p, cases[donor_case], donor_seed)
+  struct slices {
+    std::size_t count = 0;         // slices the tensor is cut into: each its bytes / count, in bytes
+    std::vector<std::size_t> rows; // which slices come from the donor, in order (repeats allowed)
+  };
+  std::vector<slices> inputs;      // per input; empty rows for integer or empty tensors
+};
+/// @pre p.cases.size() >= 2
+[[nodiscard]] hidden_plan plan_hidden(const problem::problem& p, std::uint64_t seed);
+
 /// Inputs for a trial's case, by name: a case of the problem, or hidden_case.
 /// @throws kforge::error (internal) for a name that is neither.
 [[nodiscard]] std::vector<host_tensor> make_trial_inputs(const problem::problem& p, const std::string& case_name,

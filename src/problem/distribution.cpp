@@ -1,5 +1,5 @@
 #include "problem/distribution.hpp"
-#include "problem/counter_rng.h"
+#include "eval/gpu/counter_rng.h"
 
 #include "core/error.hpp"
 #include "core/text.hpp"
@@ -93,7 +93,7 @@ void check_params(const kind_info& k, double a, double b) {
   }
 }
 
-// --- counter-based generator (problem/counter_rng.h, shared with kforge's GPU kernels) ------
+// --- counter-based generator (eval/gpu/counter_rng.h, shared with kforge's GPU kernels) ------
 static_assert(rng::mix64(0) == 0);
 static_assert(rng::mul_hi(~0ull, ~0ull) == ~0ull - 1);
 static_assert(rng::mul_hi(1ull << 63, 4) == 2);

@@ -1,6 +1,8 @@
 #include "worker/build_roles.hpp"
 
 #include "core/error.hpp"
+#include "eval/device_kernels.hpp"
+#include "worker/device_judge.hpp"
 
 #include <future>
 
@@ -41,6 +43,9 @@ role_artifacts build_roles(const problem::problem& p, const std::filesystem::pat
     f_orc = launch("oracle", p.reference, KF_F64);
   }
   auto f_cand = launch("candidate", candidate_source, p.dtype);
+  const auto refused = device_path_refused(p);
+  std::future<build::artifact> f_kernels;
+  if (refused.empty()) f_kernels = std::async(std::launch::async, [] { return eval::build_device_kernels(); });
   std::vector<std::future<role_build>> f_base;
   if (with_baselines)
     for (auto& b : p.baselines) f_base.push_back(launch("baseline:" + b.name, b.source, p.dtype));
@@ -54,6 +59,8 @@ role_artifacts build_roles(const problem::problem& p, const std::filesystem::pat
   out.reference = f_ref ? take(*f_ref) : build::artifact{.ok = true};
   out.oracle = f_orc ? take(*f_orc) : build::artifact{.ok = true};
   out.candidate = take(f_cand);
+  if (f_kernels.valid()) out.kernels = f_kernels.get();
+  else out.kernels.diagnostics = refused;
   for (auto& f : f_base) {
     out.baselines.push_back(take(f));
     if (!out.baselines.back().ok)

@@ -17,6 +17,9 @@ struct role_artifacts {
   build::artifact reference, oracle; // {.ok = true} and no library for a [torch] problem
   build::artifact candidate;
   std::vector<build::artifact> baselines; // in p.baselines' order; empty when not timing
+  /// kforge's own device kernels (eval/device_kernels.hpp), for the GPU-resident path; not
+  /// ok (diagnostics say why) when that path is refused for the problem or they do not build.
+  build::artifact kernels;
 };
 
 /// Each build is handed to observer.on_build and appended to `record` in a fixed order:

@@ -1,10 +1,15 @@
 #include "worker/candidate_run.hpp"
 
+#include "core/error.hpp"
+#include "core/fd_passing.hpp"
+
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <signal.h>
 
 #include <chrono>
+#include <thread>
 
 namespace kforge::worker {
 
@@ -87,6 +92,90 @@ verify_run verify_candidate(const worker_context& ctx, const std::filesystem::pa
           out.judge_s += std::chrono::duration<double>(clock::now() - t0).count();
         }
       }, .problem = &ctx.p});
+  return out;
+}
+
+namespace {
+// Frames of a candidate's worker that become checks: "error" (load_failed, ...) and "check".
+message_sink candidate_checks(const std::filesystem::path& candidate_source, const nlohmann::json& trials,
+                              const check_sink& add) {
+  return [&candidate_source, &trials, add](message& m) {
+    const std::string type = m.header["type"];
+    if (type == "error") {
+      eval::check_result c{.name = m.header.value("reason", "load_failed"), .passed = false,
+                           .message = m.header.value("message", "")};
+      if (c.name == "load_failed") c.message = fmt::format("{}: {}", candidate_source.string(), c.message);
+      add(c);
+    } else if (type == "check") {
+      eval::check_result c{.name = m.header["name"], .trial = m.header.value("trial", -1),
+                           .run = m.header.value("run", 0), .passed = m.header.value("passed", false),
+                           .message = m.header.value("message", "")};
+      if (m.header.contains("detail")) c.detail = m.header["detail"];
+      if (c.trial >= 0 && c.trial < static_cast<int>(trials.size())) c.case_name = trials[c.trial]["case"];
+      add(c);
+    }
+  };
+}
+} // namespace
+
+std::unique_ptr<worker_session> start_call_worker(const worker_context& ctx, const std::filesystem::path& library,
+                                                  const std::filesystem::path& candidate_source, device_judge& j, int s,
+                                                  std::uint64_t canary_seed, double timeout_s,
+                                                  const nlohmann::json& trials, const check_sink& add) {
+  int sv[2];
+  make_fd_socket(sv);
+  auto w = std::make_unique<worker_session>(
+      ctx.exe,
+      nlohmann::json{{"role", "call"},
+                     {"problem", ctx.p.dir.string()},
+                     {"device", ctx.device},
+                     {"libraries", {{"candidate", library.string()}}},
+                     {"set_bytes", j.set_bytes()},
+                     {"canary_seed", canary_seed}},
+      worker_options{.timeout_s = timeout_s, .sink = candidate_checks(candidate_source, trials, add), .problem = &ctx.p,
+                     .share_socket = sv[1]});
+  ::close(sv[1]);
+  try {
+    send_fds(sv[0], "set", {j.set_fd(s)});
+  } catch (const error&) {
+    // The worker is gone already: its outcome says how.
+  }
+  ::close(sv[0]);
+  return w;
+}
+
+verify_run verify_on_device(const worker_context& ctx, const std::filesystem::path& library,
+                            const std::filesystem::path& candidate_source, const nlohmann::json& trials,
+                            std::uint64_t canary_seed, device_judge& j, const std::set<int>& keep,
+                            const check_sink& add) {
+  using clock = std::chrono::steady_clock;
+  verify_run out;
+  auto w = start_call_worker(ctx, library, candidate_source, j, 0, canary_seed, ctx.timeout_s, trials, add);
+  // The judge's steps are timed apart: judge_s, like the host path's.
+  auto judged = [&](auto&& step) {
+    const auto t0 = clock::now();
+    w->stop();
+    step();
+    w->resume();
+    out.judge_s += std::chrono::duration<double>(clock::now() - t0).count();
+  };
+  bool going = w->wait_for("ready").has_value();
+  for (std::size_t i = 0; going && i < trials.size(); ++i) {
+    const int t = trials[i]["trial"];
+    judged([&] { j.load(0, t); });
+    for (int run = 0; going && run < 2; ++run) {
+      if (run == 1) judged([&] { j.poison(0); });
+      going = w->send({{"cmd", "call"}, {"trial", t}, {"run", run}}) && w->wait_for("called").has_value();
+      if (!going) break;
+      const auto t0 = clock::now();
+      j.snapshot(0);
+      std::this_thread::sleep_for(std::chrono::milliseconds(deferred_pause_ms));
+      out.judge_s += std::chrono::duration<double>(clock::now() - t0).count();
+      judged([&] { j.judge(0, t, run, false, add); });
+    }
+    if (!keep.count(t)) j.drop(t);
+  }
+  out.outcome = w->finish();
   return out;
 }
 

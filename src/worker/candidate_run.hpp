@@ -4,11 +4,14 @@
 // code and did not end cleanly becomes a failed check naming where it was.
 //   auto v = worker::verify_candidate(ctx, builds.candidate.library, source, trials, seed, judge, add);
 //   if (auto f = worker::process_failure(v.outcome, "a verification call", trials)) add(*f);
+#include "worker/device_judge.hpp"
 #include "worker/judge.hpp"
 #include "worker/stage.hpp"
 #include "worker/supervisor.hpp"
 
+#include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,5 +37,22 @@ struct verify_run {
 [[nodiscard]] verify_run verify_candidate(const worker_context& ctx, const std::filesystem::path& library,
                                           const std::filesystem::path& candidate_source, const nlohmann::json& trials,
                                           std::uint64_t canary_seed, judge& j, const check_sink& add);
+
+/// The same on the GPU-resident path: the candidate in a "call" worker that maps the judge's
+/// set 0; per trial the judge loads the inputs, the worker calls, the parent stops the
+/// worker, the judge judges in place (checks to `add`), the worker continues for the repeat.
+/// Truth of trials not in `keep` is dropped once judged.
+[[nodiscard]] verify_run verify_on_device(const worker_context& ctx, const std::filesystem::path& library,
+                                          const std::filesystem::path& candidate_source, const nlohmann::json& trials,
+                                          std::uint64_t canary_seed, device_judge& j, const std::set<int>& keep,
+                                          const check_sink& add);
+
+/// A "call" worker for the judge's set `s` (role_call.cpp): started, handed the set's fd.
+[[nodiscard]] std::unique_ptr<worker_session> start_call_worker(const worker_context& ctx,
+                                                                const std::filesystem::path& library,
+                                                                const std::filesystem::path& candidate_source,
+                                                                device_judge& j, int s, std::uint64_t canary_seed,
+                                                                double timeout_s, const nlohmann::json& trials,
+                                                                const check_sink& add);
 
 } // namespace kforge::worker

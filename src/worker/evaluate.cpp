@@ -4,6 +4,7 @@
 #include "device/backend.hpp"
 #include "worker/build_roles.hpp"
 #include "worker/candidate_run.hpp"
+#include "worker/device_judge.hpp"
 #include "worker/judge.hpp"
 #include "worker/plan.hpp"
 #include "worker/sanitize.hpp"
@@ -13,8 +14,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <future>
+#include <memory>
+#include <optional>
 
 namespace kforge::worker {
 
@@ -82,33 +86,75 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   ev.device = device::describe_device(p.backend, lease.ordinal);
   const worker_context ctx{.p = p, .exe = exe, .device = lease.ordinal, .timeout_s = timeout};
 
-  // 4. Truth, from processes that never see candidate code (truth.hpp).
-  if (torch_warm.valid()) torch_warm.wait();
-  phase_start("oracle");
-  auto t = compute_truth(ctx, builds, plan.trials);
-  if (!p.torch) ev.confinement["oracle"] = t.confinement;
-  phase_done("oracle_s");
-  ev.reference_errors = reference_errors(p, plan.trials, t);
+  // 4-5. Truth and verification on the GPU-resident path (device_judge.hpp: inputs, truth and
+  // judging stay on the device) where the problem and the machine allow it, else through the
+  // host (truth.hpp, judge.hpp). Either way the truth comes from processes that never see
+  // candidate code, and the candidate runs alone in its worker.
+  std::unique_ptr<device_judge> dj;
+  std::optional<judge> host_judge;
+  truth host_truth;
+  const std::uint64_t judge_seed = rng(); // drawn on both paths: a --seed gives both the same later draws
+  if (auto refused = device_path_refused(p); !refused.empty()) {
+    ev.engine = {{"path", "host"}, {"why", refused}};
+  } else {
+    if (torch_warm.valid()) torch_warm.wait();
+    phase_start("oracle");
+    try {
+      dj = std::make_unique<device_judge>(ctx, builds, plan.trials, device_sets, judge_seed);
+      ev.engine = {{"path", "device"}};
+    } catch (const device_path_unavailable& e) {
+      ev.engine = {{"path", "host"}, {"why", e.what()}};
+      ev.review.push_back(fmt::format("evaluated through the host (slower), not on the GPU: {}", e.what()));
+    }
+  }
+  if (dj) {
+    for (auto& tj : plan.trials) dj->load(0, tj["trial"].get<int>()); // every trial's truth, now
+    ev.reference_errors = dj->reference_errors();
+    phase_done("oracle_s");
+  } else {
+    if (torch_warm.valid()) torch_warm.wait();
+    phase_start("oracle");
+    host_truth = compute_truth(ctx, builds, plan.trials);
+    if (!p.torch) ev.confinement["oracle"] = host_truth.confinement;
+    phase_done("oracle_s");
+    ev.reference_errors = reference_errors(p, plan.trials, host_truth);
+  }
 
-  // 5. The candidate, alone in its worker, judged here as its outputs arrive.
+  // 5. The candidate, alone in its worker, judged as its outputs appear.
   phase_start("verify");
-  judge j(p, plan.trials, plan.recheck_trials, t, rec.checks());
-  const auto verify = verify_candidate(ctx, builds.candidate.library, candidate_source, plan.trials, rng(), j, rec.checks());
+  verify_run verify;
+  if (dj) {
+    verify = verify_on_device(ctx, builds.candidate.library, candidate_source, plan.trials, rng(), *dj,
+                              plan.recheck_trials, rec.checks());
+  } else {
+    host_judge.emplace(p, plan.trials, plan.recheck_trials, host_truth, rec.checks());
+    verify = verify_candidate(ctx, builds.candidate.library, candidate_source, plan.trials, rng(), *host_judge,
+                              rec.checks());
+  }
   ev.worker_output = verify.outcome.output;
   ev.confinement["verify"] = verify.outcome.confinement;
   phase_done("verify_s", verify.judge_s);
   if (auto f = process_failure(verify.outcome, "a verification call", plan.trials)) rec.check(*f);
   ev.phases["judge_s"] = verify.judge_s;
+  // The judge's confinement once it has ended (it may live on through timing).
+  auto end_judge = [&] {
+    if (dj) ev.confinement["judge"] = dj->finish();
+    dj.reset();
+  };
+  const bool any_output = dj ? std::any_of(ev.checks.begin(), ev.checks.end(),
+                                           [](const eval::check_result& c) { return c.name == "tolerance"; })
+                             : host_judge->any_output();
 
   // The verdict: the highest-priority failing check; ties go to the earliest trial.
   const eval::check_result* worst = nullptr;
   for (auto& c : ev.checks)
     if (!c.passed && (!worst || eval::check_priority(c.name) < eval::check_priority(worst->name))) worst = &c;
-  if (!worst && !j.any_output()) {
+  if (!worst && !any_output) {
     rec.check({.name = "exited_early", .passed = false, .message = "the verify worker returned no outputs"});
     worst = &ev.checks.back();
   }
   if (worst) {
+    end_judge();
     fail_with(*worst);
     return ev;
   }
@@ -133,6 +179,7 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
       if (!s.skipped.empty()) ev.sanitize = {{"skipped", s.skipped}};
       for (auto& c : s.checks)
         if (!c.passed) {
+          end_judge();
           fail_with(c);
           return ev;
         }
@@ -141,14 +188,22 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   }
 
   // 7. Timing, only for a correct candidate (timing.hpp), and its timed calls re-verified.
-  if (!opts.time) return ev;
+  if (!opts.time) {
+    end_judge();
+    return ev;
+  }
   const double budget = opts.time_budget_s > 0 ? opts.time_budget_s : p.eval.time_budget_s;
   phase_start("timing");
-  const auto timed = time_subjects(ctx, builds, plan.rechecks, budget, rng(), rec);
-  if (p.torch && ev.timing("candidate"))
-    time_torch_reference(ctx, budget, rng(), opts.reuse_torch_baselines, device_model, rec);
+  if (dj) {
+    time_subjects_on_device(ctx, builds, *dj, plan.rechecks, budget, rng(), rec);
+    end_judge();
+  } else {
+    const auto timed = time_subjects(ctx, builds, plan.rechecks, budget, rng(), rec);
+    if (p.torch && ev.timing("candidate"))
+      time_torch_reference(ctx, budget, rng(), opts.reuse_torch_baselines, device_model, rec);
+    host_judge->timed_outputs(plan.rechecks, timed);
+  }
   phase_done("timing_s");
-  j.timed_outputs(plan.rechecks, timed);
   check_plausibility(p, device_model, rec);
   for (auto& c : ev.checks)
     if (!c.passed) {
@@ -181,6 +236,7 @@ nlohmann::json to_json(const evaluation& ev, const problem::problem& p) {
   j["review"] = ev.review;
   j["sanitize"] = ev.sanitize;
   j["confinement"] = ev.confinement;
+  j["engine"] = ev.engine;
   j["builds"] = nlohmann::json::array();
   for (auto& b : ev.builds)
     j["builds"].push_back({{"role", b.role}, {"toolchain", b.artifact.toolchain}, {"ok", b.artifact.ok},

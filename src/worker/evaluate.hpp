@@ -90,6 +90,9 @@ struct evaluation {
   /// "time_trusted"; null for a worker started unconfined): the
   /// layers kforge-confine reported in force, or missing with the reason (sandbox/report.hpp).
   nlohmann::json confinement = nlohmann::json::object();
+  /// Where the inputs, truth and judging ran: {"path": "device"} (GPU-resident, worker/device_judge.hpp)
+  /// or {"path": "host", "why": ...}.
+  nlohmann::json engine = nlohmann::json::object();
   [[nodiscard]] bool passed() const { return status == "passed"; }
   [[nodiscard]] const eval::timing_summary* timing(const std::string& subject) const;
   /// reference median / candidate median, when both were timed.

@@ -17,6 +17,9 @@
 namespace kforge::worker {
 
 inline constexpr int result_fd = 3; // where the worker finds the channel
+/// Where a worker of a GPU-resident evaluation finds its descriptor socket (core/fd_passing.hpp):
+/// the judge sends its shared sets' fds on it, a candidate's worker receives them.
+inline constexpr int share_fd = 5;
 using nonce = std::array<std::uint8_t, 16>;
 
 struct message {

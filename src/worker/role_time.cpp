@@ -6,15 +6,26 @@
 //   {"cmd":"sample","subject":"reference","rotation":2} -> {"type":"sample","subject","rotation","seconds","rc"}
 //   {"cmd":"finish","rechecks":true}                    -> the candidate's timed calls after sampling; then "done"
 // End of input is a finish without rechecks.
+// On the GPU-resident path (job "shared": the candidate's worker) the rotations' buffers are
+// the judge's shared sets, whose fds arrive on share_fd, one per rotation and one more never
+// timed; the parent re-verifies through the judge, so this worker knows nothing of rechecks:
+//   {"cmd":"call","set":i}  one timed call on set i (R: the extra set) -> {"type":"sample",...}
+// The trusted worker then draws its rotations on the device (job libraries.kernels), the same values.
 #include "worker/roles.hpp"
 
 #include "core/error.hpp"
+#include "core/fd_passing.hpp"
+#include "device/share.hpp"
+#include "eval/device_kernels.hpp"
 #include "eval/inputs.hpp"
 #include "eval/timer.hpp"
+
+#include <unistd.h>
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <memory>
 #include <random>
 #include <variant>
@@ -46,16 +57,58 @@ int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json
     }
     subjects.push_back({name, std::get<kernel_library>(l), {}});
   }
+  const bool shared = job.value("shared", false);
+  const bool on_device = shared || job.value("libraries", nlohmann::json::object()).contains("kernels");
   std::vector<std::vector<eval::host_tensor>> inputs;
-  for (int r = 0; r < rotations; ++r)
-    inputs.push_back(eval::make_inputs(p, p.cases[r % p.cases.size()], rng(), eval::precision::nominal));
-  for (auto& s : subjects)
+  std::vector<std::uint64_t> rotation_seeds;
+  for (int r = 0; r < rotations; ++r) {
+    rotation_seeds.push_back(rng());
+    if (!on_device) inputs.push_back(eval::make_inputs(p, p.cases[r % p.cases.size()], rotation_seeds.back(), eval::precision::nominal));
+  }
+  std::vector<device::shared_memory> mapped; // shared: the judge's sets, rotations then the extra one
+  if (shared) {
+    auto got = recv_fds(share_fd);
+    ::close(share_fd);
+    for (int fd : got.fds) {
+      mapped.push_back(device::shared_memory::import(job.value("device", 0), fd, job["set_bytes"].get<std::size_t>()));
+      ::close(fd);
+    }
+    if (static_cast<int>(mapped.size()) != rotations + 1)
+      KFORGE_THROW(worker, "time worker: {} shared sets for {} rotations", mapped.size(), rotations);
+  }
+  std::optional<eval::device_kernels> kernels;
+  if (!shared && on_device) kernels = eval::load_device_kernels(job["libraries"]["kernels"].get<std::string>());
+  std::unique_ptr<eval::tensor_set> extra; // shared: the set timed only by a "call" command
+  for (auto& s : subjects) {
     for (int r = 0; r < rotations; ++r) {
-      auto ts = std::make_unique<eval::tensor_set>(dev, p, eval::precision::nominal, rng());
-      ts->upload_inputs(inputs[r]);
+      std::unique_ptr<eval::tensor_set> ts;
+      if (shared) {
+        ts = std::make_unique<eval::tensor_set>(dev, p, mapped[r].data(), rng());
+      } else {
+        ts = std::make_unique<eval::tensor_set>(dev, p, eval::precision::nominal, rng());
+        if (kernels) {
+          const auto ins = p.inputs();
+          const auto& c = p.cases[r % p.cases.size()];
+          for (std::size_t k = 0; k < ins.size(); ++k) {
+            const auto& d = c.inputs.at(ins[k]->name);
+            if (kernels->draw_tensor(static_cast<int>(d.kind), d.a, d.b, rotation_seeds[r], k, ins[k]->dtype,
+                                     ts->args().inputs[k].data, nullptr, static_cast<std::uint64_t>(ins[k]->numel()),
+                                     dev.stream()) != 0)
+              KFORGE_THROW(worker, "time worker: drawing inputs on the device failed");
+          }
+          dev.synchronize();
+        } else {
+          ts->upload_inputs(inputs[r]);
+        }
+      }
       ts->set_workspace(workspace_size(s.lib, *ts), rng());
       s.sets.push_back(std::move(ts));
     }
+    if (shared && !extra) {
+      extra = std::make_unique<eval::tensor_set>(dev, p, mapped[rotations].data(), rng());
+      extra->set_workspace(workspace_size(s.lib, *extra), rng());
+    }
+  }
   // Re-verification of timed calls: the parent's recheck trials (verification trials, whose
   // truth it has) replace a rotation's inputs for one timed call, at a random early call and
   // after sampling ends, and once go into buffers of their own. Their outputs go back with
@@ -76,6 +129,11 @@ int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json
     eval::timing_subject t{s.name, [&s, forward](int r) { return forward(s.lib, *s.sets[r]); },
                            [&s](int r) { s.sets[r]->poison(0xFF); }, [&s](int r) { return s.sets[r]->regions(); },
                            rotations, {}};
+    if (shared) // the call's answer into the set's answer slots, for the judge's re-verification
+      t.finish = [&s, &dev](int r) {
+        s.sets[r]->copy_answers();
+        dev.synchronize_stream();
+      };
     if (s.name == "candidate" && !rechecks.empty()) {
       t.prepare = [&, sp = &s](int r) {
         if (candidate_calls++ == early_call) sp->sets[r]->upload_inputs(recheck_inputs(rechecks[0])), pending = r;
@@ -102,6 +160,19 @@ int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json
     if (what == "finish") {
       recheck_after = cmd.value("rechecks", false);
       break;
+    }
+    if (what == "call" && shared && !subjects.empty()) { // a re-verified timed call, judged by the judge
+      const int i = cmd.value("set", -1);
+      if (i < 0 || i > rotations) KFORGE_THROW(worker, "time worker: no set {}", i);
+      auto& set = i < rotations ? *subjects[0].sets[i] : *extra;
+      set.poison(0xFF);
+      if (flush) dev.flush_caches(set.regions());
+      int rc = 0;
+      const double seconds = dev.time_call([&] { return forward(subjects[0].lib, set); }, &rc);
+      set.copy_answers();
+      dev.synchronize_stream();
+      ch.send({{"type", "sample"}, {"subject", subjects[0].name}, {"set", i}, {"seconds", seconds}, {"rc", rc}});
+      continue;
     }
     if (what != "sample") KFORGE_THROW(worker, "time worker: unknown command '{}'", line.substr(0, 200));
     const std::string name = cmd.value("subject", "");

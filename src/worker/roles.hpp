@@ -4,6 +4,8 @@
 // the process's exit code; worker_process.cpp sends the final "done".
 //   role_oracle.cpp     reference + float64 oracle on every trial (never a candidate)
 //   role_verify.cpp     the candidate, two calls per trial, with its checks
+//   role_judge.cpp      GPU-resident: inputs, truth and judging on the device (never a candidate)
+//   role_call.cpp       GPU-resident: the candidate, one call at a time in the judge's buffers
 //   role_time.cpp       subjects timed one sample at a time, as the parent asks
 //                       ("time": the candidate; "time_trusted": reference and baselines)
 //   role_profile.cpp    one candidate call inside the profiler's range
@@ -74,6 +76,12 @@ int run_oracle(channel_writer& ch, const problem::problem& p, const nlohmann::js
 int run_verify(channel_writer& ch, const problem::problem& p, const nlohmann::json& job, device::backend& dev);
 /// Serves the parent's commands on `commands` (the worker's stdin) until "finish" or its end.
 int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json& job, device::backend& dev,
+             std::istream& commands);
+/// The judge serves the parent's commands on `commands` (role_judge.cpp says which).
+int run_judge(channel_writer& ch, const problem::problem& p, const nlohmann::json& job, device::backend& dev,
+              std::istream& commands);
+/// The candidate in the judge's shared set, a call per command (role_call.cpp).
+int run_call(channel_writer& ch, const problem::problem& p, const nlohmann::json& job, device::backend& dev,
              std::istream& commands);
 int run_profile(channel_writer& ch, const problem::problem& p, const nlohmann::json& job, device::backend& dev);
 int run_calibrate(channel_writer& ch, const nlohmann::json& job);

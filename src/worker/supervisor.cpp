@@ -114,6 +114,7 @@ struct worker_session::state {
   std::string unconfined_reason;      // launch::unconfined_reason
   std::function<void()> cleanup;      // the launch's, once the worker is gone
   bool exited = false, reaped = false, killed = false, timed_out = false, got_done = false, finished = false;
+  bool stopped = false; // by stop(), until resume()
   int status = 0;
   worker_outcome out;
   std::vector<char> buf = std::vector<char>(1 << 20); // large reads: outputs of a GPU problem are gigabytes
@@ -272,6 +273,10 @@ worker_session::worker_session(const std::filesystem::path& exe, nlohmann::json 
   if (::pipe2(in_p, O_CLOEXEC) || ::pipe2(res_p, O_CLOEXEC) || ::pipe2(out_p, O_CLOEXEC) ||
       (confined && ::pipe2(rep_p, O_CLOEXEC)))
     KFORGE_THROW(worker, "pipe: {}", std::strerror(errno));
+  // The share socket, above every descriptor the child moves into place first.
+  int share = -1;
+  if (m->opts.share_socket >= 0 && (share = ::fcntl(m->opts.share_socket, F_DUPFD_CLOEXEC, 64)) < 0)
+    KFORGE_THROW(worker, "dup: {}", std::strerror(errno));
   // Keep SIGPIPE from killing the parent if the worker dies before reading its stdin.
   ::signal(SIGPIPE, SIG_IGN);
 
@@ -300,12 +305,16 @@ worker_session::worker_session(const std::filesystem::path& exe, nlohmann::json 
     // Only a confined worker's launcher gets the report descriptor: an unconfined worker
     // (and the candidate in it) must not be able to write a report of layers in force.
     if (confined) move_fd(rep_p[1], report_fd);
-    ::syscall(SYS_close_range, (confined ? report_fd : result_fd) + 1, ~0U, 0);
+    else ::close(report_fd);
+    if (share >= 0) move_fd(share, share_fd);
+    else ::close(share_fd);
+    ::syscall(SYS_close_range, std::max(report_fd, share_fd) + 1, ~0U, 0);
     ::execv(program, argv.data());
     ::_exit(127);
   }
   ::setpgid(pid, pid); // also from the parent, so the group exists before any kill below
   m->pid = pid;
+  if (share >= 0) ::close(share);
   ::close(in_p[0]);
   ::close(res_p[1]);
   ::close(out_p[1]);
@@ -333,6 +342,17 @@ worker_session::~worker_session() {
   close_fd(m->rep_r);
 }
 
+void worker_session::stop() {
+  if (m->pid > 0 && !m->reaped) ::kill(-m->pid, SIGSTOP);
+  m->stopped = true;
+}
+
+void worker_session::resume() {
+  if (m->pid > 0 && !m->reaped) ::kill(-m->pid, SIGCONT);
+  m->stopped = false;
+  m->step_started = m->elapsed(); // time stopped is not the worker's
+}
+
 bool worker_session::send(const nlohmann::json& command) {
   if (m->in_w < 0 || m->over()) return false;
   m->step_started = m->elapsed();
@@ -354,6 +374,7 @@ std::optional<nlohmann::json> worker_session::wait_for(const std::string& type) 
 
 worker_outcome worker_session::finish() {
   KFORGE_ASSERT(!m->finished);
+  if (m->stopped) resume();
   close_input();
   m->pump(nullptr, nullptr);
   m->rethrow_sink_error();

@@ -93,6 +93,9 @@ struct worker_options {
   /// The launch to use instead of asking confine_worker (tests of this plumbing); unset in
   /// every real start.
   std::optional<launch> confined;
+  /// A socket the worker finds on share_fd (protocol.hpp): how descriptors reach it
+  /// (core/fd_passing.hpp). -1: none. The session keeps no copy; the caller still owns it.
+  int share_socket = -1;
 };
 
 /// A running worker the parent talks to. Not copyable; the destructor kills what is left
@@ -112,6 +115,11 @@ public:
   bool send(const nlohmann::json& command);
   /// No more commands: the worker sees end of file on its stdin.
   void close_input();
+  /// Stops (SIGSTOP) or continues (SIGCONT) the worker's whole process group: while stopped,
+  /// nothing of it runs on the CPU (work it queued on a GPU still does). The watchdog does not
+  /// count time the parent spends elsewhere; a stopped worker is continued by finish().
+  void stop();
+  void resume();
   /// Reads frames (each to the sink, then kept) until one of `type` arrives.
   /// @return its header; nothing when the worker ended, broke the protocol or was killed by
   /// the watchdog first (finish() says which).

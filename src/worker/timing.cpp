@@ -7,12 +7,17 @@
 #include "device/calibration.hpp"
 #include "eval/statistics.hpp"
 #include "eval/timer.hpp"
+#include "core/error.hpp"
+#include "core/fd_passing.hpp"
 #include "worker/candidate_run.hpp"
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <optional>
+#include <random>
 
 namespace kforge::worker {
 namespace {
@@ -156,6 +161,172 @@ std::map<output_key, eval::host_tensor> time_subjects(const worker_context& ctx,
     }
   }
   return timed_out;
+}
+
+namespace {
+
+// Where each re-verified timed call ran (the rechecks' order).
+constexpr const char* recheck_where[] = {"an early timed call, this trial's inputs in its timed buffers",
+                                         "a timed call after sampling, this trial's inputs in the timed buffers",
+                                         "a timed call after sampling, this trial's inputs in new buffers"};
+
+// One timed_output verdict from the judge's checks of a re-verified call's outputs.
+eval::check_result timed_verdict(std::size_t place, const nlohmann::json& recheck,
+                                 const std::vector<eval::check_result>& checks) {
+  eval::check_result v{.name = "timed_output", .case_name = recheck["case"].get<std::string>(),
+                       .trial = recheck["trial"].get<int>(), .passed = true};
+  for (auto& c : checks)
+    if (!c.passed) {
+      v.passed = false;
+      v.output = c.output;
+      v.message = fmt::format("{} ({} there): {}", recheck_where[place], c.name, c.message);
+      v.detail = {{"check", c.name}, {"where", recheck_where[place]}, {"detail", c.detail}};
+      break;
+    }
+  return v;
+}
+
+} // namespace
+
+void time_subjects_on_device(const worker_context& ctx, const role_artifacts& builds, device_judge& dj,
+                             const nlohmann::json& rechecks, double budget_s, std::uint64_t seed, recorder& rec) {
+  const auto& p = ctx.p;
+  nlohmann::json trusted = nlohmann::json::array();
+  trusted.push_back({{"name", "reference"}, {"library", builds.reference.library.string()}});
+  for (std::size_t i = 0; i < builds.baselines.size(); ++i)
+    trusted.push_back({{"name", p.baselines[i].name}, {"library", builds.baselines[i].library.string()}});
+  const nlohmann::json timing{{"seed", seed}, {"rotations", rotations}, {"warmup", warmup},
+                              {"min_samples", p.eval.min_samples}};
+  // The rotations' inputs: the judge draws them into sets 1..rotations as the trusted worker
+  // draws its own (the first draws of the timing seed), so both time like with like.
+  std::mt19937_64 seeds(seed);
+  std::vector<std::pair<std::string, std::uint64_t>> rotation_inputs;
+  for (int r = 0; r < rotations; ++r) {
+    rotation_inputs.emplace_back(p.cases[r % p.cases.size()].name, seeds());
+    dj.rotation(1 + r, rotation_inputs.back().first, rotation_inputs.back().second);
+  }
+  auto errors_become_checks = [&rec](const char* who) {
+    return [&rec, who](message& m) {
+      if (m.header["type"] == "error")
+        rec.check({.name = m.header.value("reason", "load_failed"), .passed = false,
+                   .message = fmt::format("during timing{}: {}", who, m.header.value("message", ""))});
+    };
+  };
+  const double step_s = ctx.timeout_s + 4 * budget_s;
+  int sv[2];
+  make_fd_socket(sv);
+  worker_session cand(ctx.exe,
+                      {{"role", "time"},
+                       {"problem", p.dir.string()},
+                       {"device", ctx.device},
+                       {"subjects", {{{"name", "candidate"}, {"library", builds.candidate.library.string()}}}},
+                       {"timing", timing},
+                       {"shared", true},
+                       {"set_bytes", dj.set_bytes()}},
+                      {.timeout_s = step_s, .sink = errors_become_checks(""), .problem = &p, .share_socket = sv[1]});
+  ::close(sv[1]);
+  try {
+    std::vector<int> fds;
+    for (int r = 0; r <= rotations; ++r) fds.push_back(dj.set_fd(1 + r));
+    send_fds(sv[0], "sets", fds);
+  } catch (const error&) {
+    // the worker is gone already: its outcome says how
+  }
+  ::close(sv[0]);
+  worker_session ref(ctx.exe,
+                     {{"role", "time_trusted"},
+                      {"problem", p.dir.string()},
+                      {"device", ctx.device},
+                      {"subjects", trusted},
+                      {"timing", timing},
+                      {"libraries", {{"kernels", builds.kernels.library.string()}}}},
+                     worker_options{.timeout_s = step_s, .sink = errors_become_checks(" (the reference's worker)"),
+                                    .problem = &p});
+
+  // The judge's step on the candidate's set: the candidate's worker is stopped meanwhile.
+  auto with_candidate_stopped = [&](auto&& step) {
+    cand.stop();
+    step();
+    cand.resume();
+  };
+  std::vector<std::vector<eval::check_result>> timed_checks(rechecks.size());
+  auto collect = [&](std::size_t place) { return [&, place](eval::check_result c) { timed_checks[place].push_back(std::move(c)); }; };
+  // One early timed call is re-verified in place: the judge loads a verified trial into that
+  // rotation's set, judges what the timed call wrote, and puts the rotation back.
+  std::mt19937_64 pick(seed ^ 0x7265636865636bull);
+  const int early_call = rechecks.empty() ? -1 : static_cast<int>(pick() % (warmup + p.eval.min_samples));
+  int candidate_calls = 0;
+  auto sample_of = [](const std::optional<nlohmann::json>& m) {
+    if (!m) throw worker_stopped{};
+    return eval::sample{m->value("seconds", 0.0), m->value("rc", -1)};
+  };
+  eval::sampler cand_sampler{"candidate", rotations, [&](int r) {
+                               const bool recheck = candidate_calls++ == early_call;
+                               const int t = recheck ? rechecks[0]["trial"].get<int>() : -1;
+                               if (recheck) with_candidate_stopped([&] { dj.load(1 + r, t); });
+                               if (!cand.send({{"cmd", "sample"}, {"subject", "candidate"}, {"rotation", r}}))
+                                 throw worker_stopped{};
+                               const auto got = sample_of(cand.wait_for("sample"));
+                               if (recheck && got.rc == 0) dj.snapshot(1 + r);
+                               if (recheck)
+                                 with_candidate_stopped([&] {
+                                   if (got.rc == 0) dj.judge(1 + r, t, 0, true, collect(0));
+                                   dj.rotation(1 + r, rotation_inputs[r].first, rotation_inputs[r].second);
+                                 });
+                               return got;
+                             }};
+  std::vector<eval::sampler> samplers{cand_sampler};
+  for (auto& s : trusted) samplers.push_back(remote(ref, s["name"]));
+  eval::timing_config cfg{.budget_s = budget_s, .warmup = warmup, .min_samples = p.eval.min_samples,
+                          .max_samples = p.eval.max_samples, .target_rel_ci = p.eval.target_rel_ci};
+  bool complete = cand.wait_for("ready").has_value() && ref.wait_for("ready").has_value();
+  std::vector<eval::timing_samples> results;
+  if (complete) try {
+      results = eval::interleave(samplers, cfg);
+    } catch (const worker_stopped&) {
+      complete = false;
+    }
+  bool failed = !complete;
+  for (auto& r : results) {
+    if (r.failed_rc != 0) {
+      failed = true;
+      rec.check({.name = "returned_error", .passed = false,
+                 .message = fmt::format("the {} returned {} during timing", r.subject, r.failed_rc)});
+    } else if (!r.samples.empty()) {
+      rec.timing(eval::summarize(r.subject, r.samples, p.eval.target_rel_ci));
+    }
+  }
+  // After sampling: a timed call in rotation 0's set and one in the set never timed before.
+  if (complete && !failed && rechecks.size() >= 3)
+    for (auto [place, set] : {std::pair{std::size_t{1}, 1}, std::pair{std::size_t{2}, rotations + 1}}) {
+      const int t = rechecks[place]["trial"];
+      with_candidate_stopped([&] { dj.load(set, t); });
+      if (!cand.send({{"cmd", "call"}, {"set", set - 1}})) break;
+      const auto m = cand.wait_for("sample");
+      if (!m) break;
+      if (m->value("rc", -1) != 0) {
+        rec.check({.name = "returned_error", .passed = false,
+                   .message = fmt::format("the candidate returned {} on a re-verified timed call after sampling",
+                                          m->value("rc", -1))});
+        break;
+      }
+      dj.snapshot(set);
+      with_candidate_stopped([&] { dj.judge(set, t, 0, true, collect(place)); });
+    }
+  for (std::size_t i = 0; i < rechecks.size() && i < std::size(recheck_where); ++i)
+    if (!timed_checks[i].empty()) rec.check(timed_verdict(i, rechecks[i], timed_checks[i]));
+  cand.send({{"cmd", "finish"}});
+  const auto c_end = cand.finish();
+  rec.ev.confinement["time"] = c_end.confinement;
+  if (auto f = process_failure(c_end, "timing", rec.ev.trials)) rec.check(*f);
+  ref.send({{"cmd", "finish"}});
+  const auto r_end = ref.finish();
+  rec.ev.confinement["time_trusted"] = r_end.confinement;
+  if (auto f = process_failure(r_end, "timing", rec.ev.trials)) {
+    f->message = fmt::format("the reference's timing worker, which loads no candidate code, {} during timing: {}",
+                             r_end.end == worker_end::timeout ? "hung" : worker_end_name(r_end.end), r_end.detail);
+    rec.check(*f);
+  }
 }
 
 void time_torch_reference(const worker_context& ctx, double budget_s, std::uint64_t seed, bool reuse,

@@ -7,6 +7,7 @@
 //   auto timed = worker::time_subjects(ctx, builds, plan.rechecks, budget, rng(), rec);
 //   j.timed_outputs(plan.rechecks, timed);  worker::check_plausibility(p, model, rec);
 #include "worker/build_roles.hpp"
+#include "worker/device_judge.hpp"
 #include "worker/stage.hpp"
 
 #include <map>
@@ -20,6 +21,15 @@ namespace kforge::worker {
                                                                     const role_artifacts& builds,
                                                                     const nlohmann::json& rechecks, double budget_s,
                                                                     std::uint64_t seed, recorder& rec);
+
+/// The same on the GPU-resident path: the candidate's rotations are the judge's sets 1..3
+/// (set 4 is the one never timed before), the trusted worker draws the same inputs on the
+/// device, and the re-verified timed calls are judged in place by `dj`: their verdicts
+/// (timed_output) go to rec.check directly.
+void time_subjects_on_device(const worker_context& ctx, const role_artifacts& builds, device_judge& dj,
+                             const nlohmann::json& rechecks, double budget_s, std::uint64_t seed, recorder& rec);
+/// How many shared sets the GPU-resident path needs: verification's, the rotations', one more.
+inline constexpr int device_sets = 1 + 3 + 1;
 
 /// A [torch] problem's reference: eager PyTorch and (when asked) torch.compile, timed by the
 /// bridge's helper with the same protocol; one that cannot be timed is a review note, not a

@@ -30,7 +30,7 @@ int worker_process_main() {
     return 2;
   }
   const std::string role = job.value("role", "");
-  const bool interactive = role == "time" || role == "time_trusted";
+  const bool interactive = role == "time" || role == "time_trusted" || role == "judge" || role == "call";
   if (!interactive) {
     int devnull = ::open("/dev/null", O_RDONLY);
     if (devnull >= 0) ::dup2(devnull, 0);
@@ -53,6 +53,8 @@ int worker_process_main() {
     int rc = 0;
     if (role == "oracle") rc = run_oracle(ch, p, job, *dev);
     else if (role == "verify") rc = run_verify(ch, p, job, *dev);
+    else if (role == "judge") rc = run_judge(ch, p, job, *dev, std::cin);
+    else if (role == "call") rc = run_call(ch, p, job, *dev, std::cin);
     else if (interactive) rc = run_time(ch, p, job, *dev, std::cin);
     else if (role == "profile") rc = run_profile(ch, p, job, *dev);
     else KFORGE_THROW(internal, "unknown worker role '{}'", role);

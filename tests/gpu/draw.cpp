@@ -1,5 +1,5 @@
-// kforge's inputs drawn on the GPU (problem/draw_kernels.cu) against the host draw
-// (problem::draw), the same counter-based generator (problem/counter_rng.h) on both sides.
+// kforge's inputs drawn on the GPU (eval/gpu/device_kernels.cu) against the host draw
+// (problem::draw), the same counter-based generator (eval/gpu/counter_rng.h) on both sides.
 // Bitwise where the math is integer or IEEE-exact (uniform, int_range, sparse's zero
 // pattern); within a few ulps where it goes through log/cos/exp, whose CUDA and glibc
 // versions are each within an ulp or two of the true value but are not the same functions.
@@ -25,7 +25,7 @@ namespace {
 using draw_fn = int (*)(int, double, double, std::uint64_t, std::uint64_t, int, void*, std::uint64_t, double*);
 
 draw_fn load_draw() {
-  const auto src = test::source_dir() / "src" / "problem" / "draw_kernels.cu";
+  const auto src = test::source_dir() / "src" / "eval" / "gpu" / "device_kernels.cu";
   auto a = build::compile_nvcc({.source = src, .role = "draw"});
   EXPECT_TRUE(a.ok) << a.diagnostics;
   if (!a.ok) return nullptr;

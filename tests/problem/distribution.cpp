@@ -309,7 +309,7 @@ TEST(DistributionDraw, StableAcrossBuilds) {
 }
 
 // The draws of every kind, pinned: a hash of 2000 values and the last one's bits, as the
-// generator drew them before it moved to problem/counter_rng.h (shared with the GPU). A change
+// generator drew them before it moved to problem/counter_rng.h (now eval/gpu/counter_rng.h) (shared with the GPU). A change
 // here changes every recorded seed's inputs: failures would no longer reproduce.
 TEST(Distribution, DrawsArePinnedBitForBit) {
   struct pin {

@@ -1,6 +1,6 @@
 #pragma once
 // kforge's counter-based generator, one definition for the host (problem/distribution.cpp)
-// and for kforge's own GPU kernels (eval/draw_kernels.cu): element i of (seed, stream)
+// and for kforge's own GPU kernels (eval/gpu/device_kernels.cu): element i of (seed, stream)
 // depends on nothing else, so any split of the work, in any process, on either side, draws
 // the same bits. Plain C++ (no kforge headers), so nvcc and NVRTC compile it as it is.
 //   const auto k = kforge::rng::make_key(seed, stream);

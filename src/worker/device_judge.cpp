@@ -1,0 +1,135 @@
+#include "worker/device_judge.hpp"
+
+#include "core/error.hpp"
+#include "core/fd_passing.hpp"
+#include "eval/compare.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+namespace kforge::worker {
+
+std::string device_path_refused(const problem::problem& p) {
+  if (p.backend != problem::backend_kind::cuda) return "a CPU problem";
+  if (p.torch) return "a [torch] problem: its truth comes from the PyTorch bridge";
+  if (const char* v = std::getenv("KFORGE_EVAL_PATH"); v && std::string_view(v) == "host") return "KFORGE_EVAL_PATH=host";
+  return "";
+}
+
+device_judge::device_judge(const worker_context& ctx, const role_artifacts& builds, const nlohmann::json& trials,
+                           int sets, std::uint64_t canary_seed)
+    : m_ctx(ctx), m_trials(trials) {
+  if (!builds.kernels.ok)
+    throw device_path_unavailable(fmt::format("kforge's device kernels did not build: {}",
+                                              builds.kernels.diagnostics.substr(0, 400)));
+  int sv[2];
+  make_fd_socket(sv);
+  const auto& p = ctx.p;
+  m_session = std::make_unique<worker_session>(
+      ctx.exe,
+      nlohmann::json{{"role", "judge"},
+                     {"problem", p.dir.string()},
+                     {"device", ctx.device},
+                     {"libraries",
+                      {{"reference", builds.reference.library.string()},
+                       {"oracle", builds.oracle.library.string()},
+                       {"kernels", builds.kernels.library.string()}}},
+                     {"trials", trials},
+                     {"sets", sets},
+                     {"canary_seed", canary_seed}},
+      worker_options{.timeout_s = ctx.timeout_s * 4,
+                     .sink =
+                         [this](message& m) {
+                           const std::string type = m.header["type"];
+                           if (type == "check" && m_add) {
+                             eval::check_result c{.name = m.header.value("name", ""),
+                                                  .trial = m.header.value("trial", -1),
+                                                  .run = m.header.value("run", 0),
+                                                  .output = m.header.value("output", ""),
+                                                  .passed = m.header.value("passed", false),
+                                                  .message = m.header.value("message", "")};
+                             if (m.header.contains("detail")) c.detail = m.header["detail"];
+                             if (c.trial >= 0 && c.trial < static_cast<int>(m_trials.size()))
+                               c.case_name = m_trials[c.trial]["case"];
+                             m_add(c);
+                           } else if (type == "reference_error") {
+                             m_ref_errors[{m.header.value("trial", 0), m.header.value("index", std::size_t{0})}] = {
+                                 m.header.value("max_abs", 0.0), m.header.value("rel_l2", 0.0),
+                                 m.header.value("max_abs_oracle", 0.0)};
+                           } else if (type == "error") {
+                             m_error = m.header.value("message", "");
+                           }
+                         },
+                     .problem = &p,
+                     .share_socket = sv[1]});
+  ::close(sv[1]);
+  // The fds come first on the socket, then "ready" on the channel; an error instead means this
+  // machine cannot share device memory (or the reference does not load).
+  const auto ready = m_session->wait_for("ready");
+  if (!ready) {
+    ::close(sv[0]);
+    const auto end = m_session->finish();
+    const std::string why = !m_error.empty() ? m_error : fmt::format("the judge {} ({})", worker_end_name(end.end), end.detail);
+    if (why.rfind("reference: ", 0) == 0) KFORGE_THROW(problem, "{}: {}", p.reference.string(), why);
+    throw device_path_unavailable(why);
+  }
+  auto got = recv_fds(sv[0]);
+  ::close(sv[0]);
+  m_fds = std::move(got.fds);
+  m_set_bytes = ready->value("set_bytes", std::size_t{0});
+  if (static_cast<int>(m_fds.size()) != sets) {
+    for (int fd : m_fds) ::close(fd);
+    m_fds.clear();
+    KFORGE_THROW(worker, "the judge sent {} descriptors for {} sets", m_fds.size(), sets);
+  }
+}
+
+device_judge::~device_judge() {
+  for (int fd : m_fds) ::close(fd);
+}
+
+void device_judge::command(const nlohmann::json& cmd, const char* answer) {
+  if (!m_session->send(cmd) || !m_session->wait_for(answer)) {
+    const auto end = m_session->finish();
+    // Without the judge nothing can be judged; the reference failing is the problem's fault.
+    if (!m_error.empty()) KFORGE_THROW(problem, "{}: {}", m_ctx.p.reference.string(), m_error);
+    KFORGE_THROW(worker, "the judge {} ({}){}", worker_end_name(end.end), end.detail,
+                 end.output.empty() ? "" : ":\n" + end.output.substr(0, 2000));
+  }
+}
+
+void device_judge::load(int s, int t) { command({{"cmd", "load"}, {"set", s}, {"trial", t}}, "loaded"); }
+
+void device_judge::rotation(int s, const std::string& case_name, std::uint64_t seed) {
+  command({{"cmd", "rotation"}, {"set", s}, {"case", case_name}, {"seed", seed}}, "loaded");
+}
+
+void device_judge::poison(int s) { command({{"cmd", "poison"}, {"set", s}}, "poisoned"); }
+
+void device_judge::snapshot(int s) { command({{"cmd", "snapshot"}, {"set", s}}, "snapped"); }
+
+void device_judge::judge(int s, int t, int run, bool timed, const check_sink& add) {
+  m_add = add;
+  command({{"cmd", "judge"}, {"set", s}, {"trial", t}, {"run", run}, {"timed", timed}}, "judged");
+  m_add = nullptr;
+}
+
+void device_judge::drop(int t) { (void)m_session->send({{"cmd", "drop"}, {"trial", t}}); }
+
+std::vector<case_reference_error> device_judge::reference_errors() const {
+  std::vector<case_reference_error> out;
+  const auto outs = m_ctx.p.outputs();
+  for (auto& [key, e] : m_ref_errors)
+    if (key.first < static_cast<int>(m_trials.size()) && key.second < outs.size())
+      out.push_back({m_trials[key.first]["case"], outs[key.second]->name, e});
+  return out;
+}
+
+nlohmann::json device_judge::finish() {
+  (void)m_session->send({{"cmd", "finish"}});
+  return m_session->finish().confinement;
+}
+
+} // namespace kforge::worker

@@ -1,0 +1,79 @@
+#pragma once
+// The parent's side of a GPU-resident evaluation (role_judge.cpp): the trusted judge process
+// that owns every buffer a candidate touches, draws inputs and keeps the truth on the
+// device, and judges outputs in place. The parent sequences it with the candidate's
+// workers, stopping a worker's process group whenever the judge writes or reads its set.
+//   device_judge j(ctx, builds, plan.trials, 1 + rotations + 1, seed);   // throws device_path_unavailable
+//   j.load(0, t);  ... candidate call ...  j.judge(0, t, run, false, add);
+// Set 0 holds verification trials; the timing workers get the others (timing.cpp).
+#include "worker/build_roles.hpp"
+#include "worker/stage.hpp"
+#include "worker/supervisor.hpp"
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace kforge::worker {
+
+/// The judge could not start on this machine (no VMM fd sharing, no device kernels): the
+/// evaluation takes the host path instead, and says why.
+struct device_path_unavailable : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Empty when an evaluation of `p` may take the GPU-resident path; else why not (a CPU or
+/// [torch] problem, KFORGE_EVAL_PATH=host).
+[[nodiscard]] std::string device_path_refused(const problem::problem& p);
+
+/// How long a candidate's worker runs on after its call's snapshot before it is stopped: a
+/// thread that outlives the call changes the outputs then (deferred_work).
+inline constexpr int deferred_pause_ms = 20;
+
+class device_judge {
+public:
+  /// Starts the judge with `sets` shared sets and receives their fds.
+  /// @throws device_path_unavailable when it cannot share memory here; kforge::error (problem)
+  /// when the reference cannot be loaded
+  device_judge(const worker_context& ctx, const role_artifacts& builds, const nlohmann::json& trials, int sets,
+               std::uint64_t canary_seed);
+  ~device_judge();
+  device_judge(const device_judge&) = delete;
+  device_judge& operator=(const device_judge&) = delete;
+
+  [[nodiscard]] int set_fd(int s) const { return m_fds.at(s); }
+  [[nodiscard]] std::size_t set_bytes() const { return m_set_bytes; }
+
+  /// Trial t's inputs into set s, its outputs poisoned (the truth computed on first use).
+  /// @throws kforge::error (problem) when the reference fails on it
+  void load(int s, int t);
+  /// A timing rotation's inputs (case, seed) into set s: values without truth.
+  void rotation(int s, const std::string& case_name, std::uint64_t seed);
+  void poison(int s);
+  /// The answer of the call just made on set s, copied at once; then the candidate runs on
+  /// for deferred_pause before it is stopped and judged.
+  void snapshot(int s);
+  /// Judges the call just made on set s (after snapshot(s)) (trial t, call `run`): each check to `add`, with its
+  /// case and trial. `timed`: the outputs alone (a re-verified timed call).
+  void judge(int s, int t, int run, bool timed, const check_sink& add);
+  void drop(int t);
+
+  /// The reference's error on the first trial of each case (sent as the truth is computed).
+  [[nodiscard]] std::vector<case_reference_error> reference_errors() const;
+  /// Ends the judge. @return its confinement report
+  nlohmann::json finish();
+
+private:
+  void command(const nlohmann::json& cmd, const char* answer);
+  const worker_context& m_ctx;
+  nlohmann::json m_trials;
+  std::unique_ptr<worker_session> m_session;
+  std::vector<int> m_fds;
+  std::size_t m_set_bytes = 0;
+  check_sink m_add; // where the current judge command's checks go
+  std::string m_error;
+  std::map<std::pair<int, std::size_t>, eval::reference_error> m_ref_errors;
+};
+
+} // namespace kforge::worker

@@ -1,0 +1,80 @@
+// Role "call": the candidate alone, in a GPU-resident evaluation. It maps the judge's shared
+// set (its fd arrives on share_fd), so its inputs and outputs are memory the judge owns and
+// reads in place; its workspace is its own, guarded and poisoned here. Each command is one
+// call; the parent stops this process while the judge loads or reads the set.
+//   {"cmd":"call","trial":t,"run":r}  -> {"type":"called","rc"}, or a failed check
+// What only this process can see is reported here: kf_forward's return value, a device
+// fault, a sandbox limit, and writes past the workspace.
+#include "worker/roles.hpp"
+
+#include "core/error.hpp"
+#include "core/fd_passing.hpp"
+#include "device/cuda_backend.hpp"
+#include "device/share.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <variant>
+
+namespace kforge::worker {
+
+int run_call(channel_writer& ch, const problem::problem& p, const nlohmann::json& job, device::backend& dev,
+             std::istream& commands) {
+  // The set first, before any candidate code is loaded: the socket is closed before it runs.
+  auto got = recv_fds(share_fd);
+  ::close(share_fd);
+  if (got.fds.size() != 1) KFORGE_THROW(worker, "call worker: expected one shared set, got {}", got.fds.size());
+  auto set = device::shared_memory::import(job.value("device", 0), got.fds[0], job["set_bytes"].get<std::size_t>());
+  ::close(got.fds[0]);
+  auto cand = load_kernel(job["libraries"]["candidate"], p);
+  if (auto* e = std::get_if<std::string>(&cand)) {
+    ch.send({{"type", "error"}, {"reason", "load_failed"}, {"message", *e}});
+    return 0;
+  }
+  auto& k = std::get<kernel_library>(cand);
+  eval::tensor_set ts(dev, p, set.data(), job.value("canary_seed", std::uint64_t{1}));
+  // Workspace poison differs between the two calls on the same inputs, so a candidate that
+  // reads workspace it never wrote computes two different answers.
+  constexpr std::uint8_t ws_poison[2] = {0xFF, 0x55};
+  int at_trial = -1, at_run = 0;
+  auto check = [&](const char* name, const std::string& message) {
+    ch.send({{"type", "check"}, {"name", name}, {"trial", at_trial}, {"run", at_run}, {"passed", false},
+             {"message", message}});
+  };
+  try {
+    ch.send({{"type", "progress"}, {"phase", "workspace"}});
+    ts.set_workspace(workspace_size(k, ts), job.value("canary_seed", std::uint64_t{1}) + 7);
+    ch.send({{"type", "ready"}});
+    for (std::string line; std::getline(commands, line);) {
+      const auto cmd = nlohmann::json::parse(line, nullptr, false);
+      if (!cmd.is_object() || cmd.value("cmd", "") != "call")
+        KFORGE_THROW(worker, "call worker: unknown command '{}'", line.substr(0, 200));
+      at_trial = cmd.value("trial", -1);
+      at_run = cmd.value("run", 0);
+      ch.send({{"type", "progress"}, {"phase", "call"}, {"trial", at_trial}, {"run", at_run}});
+      ts.poison_workspace(ws_poison[at_run & 1]);
+      dev.synchronize(); // the judge's poison and the workspace's are in place before the candidate starts
+      int rc = 0;
+      try {
+        rc = within_limits("kf_forward", [&] { return k.forward(&ts.args()); });
+        ts.copy_answers();        // the call's answer: what its stream has done, in this context
+        dev.synchronize_stream();
+      } catch (const device::fault& f) {
+        check("device_error", fmt::format("the candidate faulted the GPU: {}", f.what()));
+        return 0;
+      }
+      if (rc != 0) {
+        check("returned_error", returned_message(k, rc));
+        return 0;
+      }
+      if (auto bad = ts.check_guards(); !bad.empty()) check("guard", "out-of-bounds write: " + bad.front());
+      ch.send({{"type", "called"}, {"trial", at_trial}, {"run", at_run}});
+    }
+  } catch (const resource_limit_hit& e) {
+    check("resource_limit", e.what());
+  }
+  return 0;
+}
+
+} // namespace kforge::worker
