@@ -138,6 +138,14 @@ std::string format_evaluation(const worker::evaluation& ev, const problem::probl
                        100 * ev.roofline.value("reference_fraction", 0.0));
   }
   s += confinement_line(ev.confinement);
+  if (ev.engine.value("path", "") == "device") {
+    const auto& l = ev.engine.value("launches", nlohmann::json::object());
+    s += fmt::format("  engine   on the GPU: inputs, truth and judging on the device (a judge process); launches {}\n",
+                     l.value("watched", false) ? "watched for side streams"
+                                               : "not watched (" + l.value("why", std::string("unknown")) + ")");
+  } else if (ev.engine.contains("why") && p.backend == problem::backend_kind::cuda) {
+    s += fmt::format("  engine   through the host: {}\n", ev.engine["why"].get<std::string>());
+  }
   for (auto& r : ev.review) s += fmt::format("  REVIEW   {}\n", r);
   return s;
 }

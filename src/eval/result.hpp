@@ -24,6 +24,7 @@ inline constexpr const char* check_order[] = {
     "returned_error",  // kf_forward returned non-zero
     "guard",           // a write outside a buffer (canary bytes changed)
     "inputs_modified", // an input differs after the call
+    "side_stream",     // a kernel of the candidate's ran on a stream other than args->stream (CUDA: CUPTI launch callbacks)
     "deferred_work",   // outputs changed after the call's stream was done: work on another stream or a thread
     "unwritten",       // an output element still holds the poison
     "nonfinite",       // NaN/Inf where the oracle has none, or the reverse
@@ -35,7 +36,7 @@ inline constexpr const char* check_order[] = {
 
 /// Statuses only a GPU backend can produce (the CPU adversarial suite cannot cover them;
 /// impossible_time needs a calibrated device).
-inline constexpr const char* gpu_only_checks[] = {"device_error", "impossible_time"};
+inline constexpr const char* gpu_only_checks[] = {"device_error", "side_stream", "impossible_time"};
 
 /// @return the position of a check name in check_order (unknown names sort last).
 [[nodiscard]] int check_priority(const std::string& name);

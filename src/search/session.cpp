@@ -201,45 +201,64 @@ outcome session::finish_outcome(const proposal& prop, int64_t candidate_id, int6
 
 void session::consider_best(outcome& o) {
   if (!o.passed()) return;
-  {
-    std::lock_guard lock(m_mu);
-    if (m_best && *m_best->median_s <= *o.median_s) return;
-  }
-  // A new best on a GPU is run under compute-sanitizer before it is accepted: a race or an
-  // out-of-bounds read that happened to give right answers must not become the result.
-  if (m_opts.sanitize_best && m_problem.backend == problem::backend_kind::cuda) {
-    const auto path = source_path(o.source);
-    auto s = m_scheduler
-                 ->submit([&](const acquire_fn& acquire) {
-                   auto lease = acquire();
-                   worker::sanitize_options so{.device = lease.ordinal};
-                   return worker::sanitize(m_problem, path, so);
-                 })
-                 .get();
-    for (auto& c : s.checks) {
-      nlohmann::json d = c.detail;
-      if (!c.message.empty()) d["message"] = c.message;
-      m_db.put_check(o.evaluation_id, {c.name, c.case_name, c.trial, c.passed, d.dump()});
-      if (!c.passed && o.status == "passed") {
-        o.status = c.name;
-        o.message = "passed verification, then failed compute-sanitizer: " + c.message;
-      }
-    }
-    if (!s.passed()) {
-      m_db.set_evaluation_status(o.evaluation_id, o.status, o.message);
-      emit({{"event", "sanitize_failed"}, {"candidate_id", o.candidate_id}, {"message", o.message}});
-      return;
-    }
-  }
   std::lock_guard lock(m_mu);
-  if (m_best && *m_best->median_s <= *o.median_s) return; // another thread got there first
+  if (m_best && *m_best->median_s <= *o.median_s) return;
   const bool gain = !m_best || *o.median_s < *m_best->median_s * 0.99; // under 1% is noise, not progress
   m_best = o;
   m_gain_this_round = m_gain_this_round || gain;
+  // A new best on a GPU runs under compute-sanitizer before it is accepted (confirm_best, at
+  // the end of the round): a race or an out-of-bounds read that happened to give right
+  // answers must not become the result. Once per round, not per improvement, so that the
+  // sanitizer's minutes do not stall the round's evaluations.
+  m_best_confirmed = !(m_opts.sanitize_best && m_problem.backend == problem::backend_kind::cuda);
+  if (m_best_confirmed) accept_best_locked();
+}
+
+void session::accept_best_locked() {
+  const auto& o = *m_best;
+  m_confirmed_best = o;
   m_db.set_run_best(m_run_id, o.candidate_id, o.evaluation_id);
   emit({{"event", "best"}, {"candidate_id", o.candidate_id}, {"label", o.label}, {"median_s", *o.median_s},
         {"speedup", o.speedup ? nlohmann::json(*o.speedup) : nlohmann::json()},
         {"roofline_fraction", o.roofline_fraction ? nlohmann::json(*o.roofline_fraction) : nlohmann::json()}});
+}
+
+void session::confirm_best() {
+  std::optional<outcome> o;
+  {
+    std::lock_guard lock(m_mu);
+    if (!m_best || m_best_confirmed) return;
+    o = m_best;
+  }
+  const auto path = source_path(o->source);
+  auto s = m_scheduler
+               ->submit([&](const acquire_fn& acquire) {
+                 auto lease = acquire();
+                 worker::sanitize_options so{.device = lease.ordinal};
+                 return worker::sanitize(m_problem, path, so);
+               })
+               .get();
+  for (auto& c : s.checks) {
+    nlohmann::json d = c.detail;
+    if (!c.message.empty()) d["message"] = c.message;
+    m_db.put_check(o->evaluation_id, {c.name, c.case_name, c.trial, c.passed, d.dump()});
+    if (!c.passed && o->status == "passed") {
+      o->status = c.name;
+      o->message = "passed verification, then failed compute-sanitizer: " + c.message;
+    }
+  }
+  std::lock_guard lock(m_mu);
+  if (!s.passed()) {
+    m_db.set_evaluation_status(o->evaluation_id, o->status, o->message);
+    emit({{"event", "sanitize_failed"}, {"candidate_id", o->candidate_id}, {"message", o->message}});
+    // The last accepted best stands (a better one of this round that was not the best is
+    // not tried: the round's strategies build on what passed).
+    m_best = m_confirmed_best;
+    m_best_confirmed = true;
+    return;
+  }
+  m_best_confirmed = true;
+  accept_best_locked();
 }
 
 llm::response session::ask(const std::string& role, const llm::request& req, int64_t* call_id) {
@@ -329,6 +348,7 @@ void session::put_proposal(store::proposal_record p) {
 }
 
 void session::end_round(int round, const std::string& note) {
+  confirm_best();
   nlohmann::json ev{{"event", "round"}, {"round", round}, {"evaluations", m_evaluations.load()}, {"note", note}};
   {
     std::lock_guard lock(m_mu);
@@ -380,6 +400,7 @@ std::optional<std::string> session::stop_reason() const {
 }
 
 void session::finish(const std::string& reason) {
+  confirm_best();
   m_db.finish_run(m_run_id, "finished", reason);
   nlohmann::json ev{{"event", "stopped"}, {"reason", reason}, {"evaluations", m_evaluations.load()}};
   if (auto b = best()) {

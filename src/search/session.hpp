@@ -137,6 +137,11 @@ public:
 private:
   outcome finish_outcome(const proposal& prop, int64_t candidate_id, int64_t evaluation_id, bool reused);
   void consider_best(outcome& o);
+  /// Runs compute-sanitizer on a best not yet accepted; accepts it, or goes back to the last
+  /// accepted best. At the end of every round and of the search.
+  void confirm_best();
+  void accept_best_locked(); // m_mu held
+
   std::filesystem::path source_path(const std::string& source) const;
 
   store::store& m_db;
@@ -154,7 +159,9 @@ private:
 
   mutable std::mutex m_mu;
   std::atomic<int> m_evaluations{0};
-  std::optional<outcome> m_best;
+  std::optional<outcome> m_best;           // the fastest that passed; provisional until m_best_confirmed
+  std::optional<outcome> m_confirmed_best; // the last best accepted (sanitized where that applies)
+  bool m_best_confirmed = true;
   int m_rounds = 0, m_rounds_without_gain = 0;
   bool m_gain_this_round = false;
   // resume: what the killed run had finished, consumed as the strategy asks again

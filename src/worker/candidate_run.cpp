@@ -144,13 +144,11 @@ std::unique_ptr<worker_session> start_call_worker(const worker_context& ctx, con
   return w;
 }
 
-verify_run verify_on_device(const worker_context& ctx, const std::filesystem::path& library,
-                            const std::filesystem::path& candidate_source, const nlohmann::json& trials,
-                            std::uint64_t canary_seed, device_judge& j, const std::set<int>& keep,
-                            const check_sink& add) {
+verify_run verify_on_device(const worker_context& ctx, std::unique_ptr<worker_session> w, const nlohmann::json& trials,
+                            device_judge& j, const std::set<int>& keep, const check_sink& add) {
+  (void)ctx;
   using clock = std::chrono::steady_clock;
   verify_run out;
-  auto w = start_call_worker(ctx, library, candidate_source, j, 0, canary_seed, ctx.timeout_s, trials, add);
   // The judge's steps are timed apart: judge_s, like the host path's.
   auto judged = [&](auto&& step) {
     const auto t0 = clock::now();
@@ -159,7 +157,10 @@ verify_run verify_on_device(const worker_context& ctx, const std::filesystem::pa
     w->resume();
     out.judge_s += std::chrono::duration<double>(clock::now() - t0).count();
   };
-  bool going = w->wait_for("ready").has_value();
+  const auto ready = w->wait_for("ready");
+  bool going = ready.has_value();
+  if (ready)
+    out.launches = {{"watched", ready->value("launches_watched", false)}, {"why", ready->value("unwatched_because", "")}};
   for (std::size_t i = 0; going && i < trials.size(); ++i) {
     const int t = trials[i]["trial"];
     judged([&] { j.load(0, t); });

@@ -29,6 +29,9 @@ namespace kforge::worker {
 
 struct verify_run {
   worker_outcome outcome;
+  /// Whether the candidate's launches were watched for side streams (launch_guard.hpp), and
+  /// why not: {"watched": bool, "why": ...}; null where the worker does not say.
+  nlohmann::json launches;
   double judge_s = 0; // of its wall time, the part spent judging its outputs here
 };
 
@@ -42,9 +45,9 @@ struct verify_run {
 /// set 0; per trial the judge loads the inputs, the worker calls, the parent stops the
 /// worker, the judge judges in place (checks to `add`), the worker continues for the repeat.
 /// Truth of trials not in `keep` is dropped once judged.
-[[nodiscard]] verify_run verify_on_device(const worker_context& ctx, const std::filesystem::path& library,
-                                          const std::filesystem::path& candidate_source, const nlohmann::json& trials,
-                                          std::uint64_t canary_seed, device_judge& j, const std::set<int>& keep,
+/// `w` is the call worker start_call_worker started for set 0 (early: its start overlaps the truth).
+[[nodiscard]] verify_run verify_on_device(const worker_context& ctx, std::unique_ptr<worker_session> w,
+                                          const nlohmann::json& trials, device_judge& j, const std::set<int>& keep,
                                           const check_sink& add);
 
 /// A "call" worker for the judge's set `s` (role_call.cpp): started, handed the set's fd.

@@ -107,10 +107,21 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
       ev.review.push_back(fmt::format("evaluated through the host (slower), not on the GPU: {}", e.what()));
     }
   }
+  // Drawn here on both paths, so that a --seed gives both the same draws.
+  const std::uint64_t verify_seed = rng(), timing_seed = rng();
+  const double budget = opts.time_budget_s > 0 ? opts.time_budget_s : p.eval.time_budget_s;
+  std::unique_ptr<worker_session> call_worker;
+  std::unique_ptr<device_timing> timing_workers;
   if (dj) {
+    // The candidate's worker and (when timing) the timing workers start now: their process
+    // and CUDA start-up overlaps the truth and verification. A candidate that fails verification
+    // never gets a timing command; its timing workers are killed unused.
+    call_worker = start_call_worker(ctx, builds.candidate.library, candidate_source, *dj, 0, verify_seed,
+                                    ctx.timeout_s, plan.trials, rec.checks());
     for (auto& tj : plan.trials) dj->load(0, tj["trial"].get<int>()); // every trial's truth, now
     ev.reference_errors = dj->reference_errors();
     phase_done("oracle_s");
+    if (opts.time) timing_workers = std::make_unique<device_timing>(ctx, builds, *dj, budget, timing_seed);
   } else {
     if (torch_warm.valid()) torch_warm.wait();
     phase_start("oracle");
@@ -124,13 +135,13 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   phase_start("verify");
   verify_run verify;
   if (dj) {
-    verify = verify_on_device(ctx, builds.candidate.library, candidate_source, plan.trials, rng(), *dj,
-                              plan.recheck_trials, rec.checks());
+    verify = verify_on_device(ctx, std::move(call_worker), plan.trials, *dj, plan.recheck_trials, rec.checks());
   } else {
     host_judge.emplace(p, plan.trials, plan.recheck_trials, host_truth, rec.checks());
-    verify = verify_candidate(ctx, builds.candidate.library, candidate_source, plan.trials, rng(), *host_judge,
+    verify = verify_candidate(ctx, builds.candidate.library, candidate_source, plan.trials, verify_seed, *host_judge,
                               rec.checks());
   }
+  if (!verify.launches.is_null()) ev.engine["launches"] = verify.launches;
   ev.worker_output = verify.outcome.output;
   ev.confinement["verify"] = verify.outcome.confinement;
   phase_done("verify_s", verify.judge_s);
@@ -138,6 +149,7 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   ev.phases["judge_s"] = verify.judge_s;
   // The judge's confinement once it has ended (it may live on through timing).
   auto end_judge = [&] {
+    timing_workers.reset(); // unused ones are killed first: they hold the judge's sets
     if (dj) ev.confinement["judge"] = dj->finish();
     dj.reset();
   };
@@ -192,13 +204,12 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
     end_judge();
     return ev;
   }
-  const double budget = opts.time_budget_s > 0 ? opts.time_budget_s : p.eval.time_budget_s;
   phase_start("timing");
   if (dj) {
-    time_subjects_on_device(ctx, builds, *dj, plan.rechecks, budget, rng(), rec);
+    timing_workers->run(plan.rechecks, rec);
     end_judge();
   } else {
-    const auto timed = time_subjects(ctx, builds, plan.rechecks, budget, rng(), rec);
+    const auto timed = time_subjects(ctx, builds, plan.rechecks, budget, timing_seed, rec);
     if (p.torch && ev.timing("candidate"))
       time_torch_reference(ctx, budget, rng(), opts.reuse_torch_baselines, device_model, rec);
     host_judge->timed_outputs(plan.rechecks, timed);

@@ -11,6 +11,7 @@
 #include "core/fd_passing.hpp"
 #include "device/cuda_backend.hpp"
 #include "device/share.hpp"
+#include "worker/launch_guard.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -27,6 +28,9 @@ int run_call(channel_writer& ch, const problem::problem& p, const nlohmann::json
   if (got.fds.size() != 1) KFORGE_THROW(worker, "call worker: expected one shared set, got {}", got.fds.size());
   auto set = device::shared_memory::import(job.value("device", 0), got.fds[0], job["set_bytes"].get<std::size_t>());
   ::close(got.fds[0]);
+  // Watching launches before candidate code loads: a thread its initialisers start is seen too.
+  std::string unwatched;
+  auto guard = launch_guard::start(dev.stream(), &unwatched);
   auto cand = load_kernel(job["libraries"]["candidate"], p);
   if (auto* e = std::get_if<std::string>(&cand)) {
     ch.send({{"type", "error"}, {"reason", "load_failed"}, {"message", *e}});
@@ -45,7 +49,7 @@ int run_call(channel_writer& ch, const problem::problem& p, const nlohmann::json
   try {
     ch.send({{"type", "progress"}, {"phase", "workspace"}});
     ts.set_workspace(workspace_size(k, ts), job.value("canary_seed", std::uint64_t{1}) + 7);
-    ch.send({{"type", "ready"}});
+    ch.send({{"type", "ready"}, {"launches_watched", guard != nullptr}, {"unwatched_because", unwatched}});
     for (std::string line; std::getline(commands, line);) {
       const auto cmd = nlohmann::json::parse(line, nullptr, false);
       if (!cmd.is_object() || cmd.value("cmd", "") != "call")
@@ -57,7 +61,9 @@ int run_call(channel_writer& ch, const problem::problem& p, const nlohmann::json
       dev.synchronize(); // the judge's poison and the workspace's are in place before the candidate starts
       int rc = 0;
       try {
+        if (guard) guard->begin_call();
         rc = within_limits("kf_forward", [&] { return k.forward(&ts.args()); });
+        if (guard) guard->end_call();
         ts.copy_answers();        // the call's answer: what its stream has done, in this context
         dev.synchronize_stream();
       } catch (const device::fault& f) {
@@ -69,6 +75,8 @@ int run_call(channel_writer& ch, const problem::problem& p, const nlohmann::json
         return 0;
       }
       if (auto bad = ts.check_guards(); !bad.empty()) check("guard", "out-of-bounds write: " + bad.front());
+      if (guard)
+        if (auto v = guard->take_violation()) check("side_stream", *v);
       ch.send({{"type", "called"}, {"trial", at_trial}, {"run", at_run}});
     }
   } catch (const resource_limit_hit& e) {

@@ -19,6 +19,7 @@
 #include "eval/device_kernels.hpp"
 #include "eval/inputs.hpp"
 #include "eval/timer.hpp"
+#include "worker/launch_guard.hpp"
 
 #include <unistd.h>
 
@@ -47,6 +48,10 @@ int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json
     kernel_library lib;
     std::vector<std::unique_ptr<eval::tensor_set>> sets;
   };
+  // Launches watched in both timing workers, so that CUPTI's per-launch cost is on both sides
+  // of the ratio; only the candidate's violations are reported.
+  std::string unwatched;
+  auto guard = p.backend == problem::backend_kind::cuda ? launch_guard::start(dev.stream(), &unwatched) : nullptr;
   std::vector<subject_state> subjects;
   for (auto& sj : job["subjects"]) {
     const std::string name = sj["name"];
@@ -121,8 +126,19 @@ int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json
   int candidate_calls = 0, pending = -1;
 
   // A call into a subject's code: a sandbox limit it hits ends this worker (resource_limit).
-  auto forward = [](const kernel_library& lib, eval::tensor_set& set) {
-    return within_limits("kf_forward", [&] { return lib.forward(&set.args()); });
+  auto forward = [&guard](const kernel_library& lib, eval::tensor_set& set) {
+    if (guard) guard->begin_call();
+    const int rc = within_limits("kf_forward", [&] { return lib.forward(&set.args()); });
+    if (guard) guard->end_call();
+    return rc;
+  };
+  bool side_stream_sent = false;
+  auto report_side_stream = [&] {
+    if (!guard || side_stream_sent || job.value("role", "") != "time") return;
+    if (auto v = guard->take_violation()) {
+      ch.send({{"type", "error"}, {"reason", "side_stream"}, {"message", *v}});
+      side_stream_sent = true;
+    }
   };
   std::vector<eval::timing_subject> ts;
   for (auto& s : subjects) {
@@ -171,6 +187,7 @@ int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json
       const double seconds = dev.time_call([&] { return forward(subjects[0].lib, set); }, &rc);
       set.copy_answers();
       dev.synchronize_stream();
+      report_side_stream();
       ch.send({{"type", "sample"}, {"subject", subjects[0].name}, {"set", i}, {"seconds", seconds}, {"rc", rc}});
       continue;
     }
@@ -181,6 +198,7 @@ int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json
     if (it == ts.end() || r < 0 || r >= rotations)
       KFORGE_THROW(worker, "time worker: no subject '{}' with rotation {}", name, r);
     const auto got = eval::take_sample(dev, *it, r, flush);
+    report_side_stream();
     ch.send({{"type", "sample"}, {"subject", name}, {"rotation", r}, {"seconds", got.seconds}, {"rc", got.rc}});
   }
   if (!recheck_after || rechecks.size() < 3 || subjects.empty() || subjects[0].name != "candidate") return 0;

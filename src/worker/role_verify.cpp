@@ -5,6 +5,7 @@
 
 #include "device/cuda_backend.hpp"
 #include "eval/inputs.hpp"
+#include "worker/launch_guard.hpp"
 
 #include <fmt/format.h>
 
@@ -21,6 +22,8 @@ constexpr int deferred_wait_ms = 20;
 
 int run_verify(channel_writer& ch, const problem::problem& p, const nlohmann::json& job, device::backend& dev) {
   std::mt19937_64 canary(job.value("canary_seed", std::uint64_t{1}));
+  std::string unwatched; // CUDA only: which streams the candidate's kernels run on
+  auto guard = p.backend == problem::backend_kind::cuda ? launch_guard::start(dev.stream(), &unwatched) : nullptr;
   auto cand = load_kernel(job["libraries"]["candidate"], p);
   if (auto* e = std::get_if<std::string>(&cand)) {
     ch.send({{"type", "error"}, {"reason", "load_failed"}, {"message", *e}});
@@ -54,7 +57,9 @@ int run_verify(channel_writer& ch, const problem::problem& p, const nlohmann::js
         int rc = 0;
         std::vector<eval::host_tensor> at_return, settled;
         try {
+          if (guard) guard->begin_call();
           rc = within_limits("kf_forward", [&] { return k.forward(&ts.args()); });
+          if (guard) guard->end_call();
           // The call's answer is what its outputs hold once its stream is done (on the CPU: at
           // return). Then the whole device, a pause and the outputs again: work left on
           // another stream or in a thread that outlives the call changes them in between.
@@ -85,6 +90,10 @@ int run_verify(channel_writer& ch, const problem::problem& p, const nlohmann::js
                                                         "outside args->stream, or a thread that outlives the call",
                                                         late.front())},
                  {"detail", {{"changed", late}}}});
+        if (guard)
+          if (auto v = guard->take_violation())
+            ch.send({{"type", "check"}, {"name", "side_stream"}, {"trial", t.index}, {"run", run}, {"passed", false},
+                     {"message", *v}});
         auto guards = ts.check_guards();
         ch.send({{"type", "check"}, {"name", "guard"}, {"trial", t.index}, {"run", run}, {"passed", guards.empty()},
                  {"message", guards.empty() ? "" : "out-of-bounds write: " + guards.front()},

@@ -188,42 +188,58 @@ eval::check_result timed_verdict(std::size_t place, const nlohmann::json& rechec
 
 } // namespace
 
-void time_subjects_on_device(const worker_context& ctx, const role_artifacts& builds, device_judge& dj,
-                             const nlohmann::json& rechecks, double budget_s, std::uint64_t seed, recorder& rec) {
-  const auto& p = ctx.p;
+struct device_timing::state {
+  const worker_context& ctx;
+  device_judge& dj;
+  double budget_s;
+  std::uint64_t seed;
   nlohmann::json trusted = nlohmann::json::array();
-  trusted.push_back({{"name", "reference"}, {"library", builds.reference.library.string()}});
+  std::vector<std::pair<std::string, std::uint64_t>> rotation_inputs;
+  std::vector<eval::check_result> early_errors; // "error" frames, recorded once run() starts
+  recorder* rec = nullptr;                      // set by run()
+  std::unique_ptr<worker_session> cand, ref;
+
+  state(const worker_context& c, device_judge& d, double b, std::uint64_t s) : ctx(c), dj(d), budget_s(b), seed(s) {}
+  message_sink errors(const char* who) {
+    return [this, who](message& m) {
+      if (m.header["type"] != "error") return;
+      eval::check_result c{.name = m.header.value("reason", "load_failed"), .passed = false,
+                           .message = fmt::format("during timing{}: {}", who, m.header.value("message", ""))};
+      if (rec) rec->check(std::move(c));
+      else early_errors.push_back(std::move(c));
+    };
+  }
+};
+
+device_timing::device_timing(const worker_context& ctx, const role_artifacts& builds, device_judge& dj, double budget_s,
+                             std::uint64_t seed)
+    : m(std::make_unique<state>(ctx, dj, budget_s, seed)) {
+  const auto& p = ctx.p;
+  m->trusted.push_back({{"name", "reference"}, {"library", builds.reference.library.string()}});
   for (std::size_t i = 0; i < builds.baselines.size(); ++i)
-    trusted.push_back({{"name", p.baselines[i].name}, {"library", builds.baselines[i].library.string()}});
+    m->trusted.push_back({{"name", p.baselines[i].name}, {"library", builds.baselines[i].library.string()}});
   const nlohmann::json timing{{"seed", seed}, {"rotations", rotations}, {"warmup", warmup},
                               {"min_samples", p.eval.min_samples}};
   // The rotations' inputs: the judge draws them into sets 1..rotations as the trusted worker
   // draws its own (the first draws of the timing seed), so both time like with like.
   std::mt19937_64 seeds(seed);
-  std::vector<std::pair<std::string, std::uint64_t>> rotation_inputs;
   for (int r = 0; r < rotations; ++r) {
-    rotation_inputs.emplace_back(p.cases[r % p.cases.size()].name, seeds());
-    dj.rotation(1 + r, rotation_inputs.back().first, rotation_inputs.back().second);
+    m->rotation_inputs.emplace_back(p.cases[r % p.cases.size()].name, seeds());
+    dj.rotation(1 + r, m->rotation_inputs.back().first, m->rotation_inputs.back().second);
   }
-  auto errors_become_checks = [&rec](const char* who) {
-    return [&rec, who](message& m) {
-      if (m.header["type"] == "error")
-        rec.check({.name = m.header.value("reason", "load_failed"), .passed = false,
-                   .message = fmt::format("during timing{}: {}", who, m.header.value("message", ""))});
-    };
-  };
   const double step_s = ctx.timeout_s + 4 * budget_s;
   int sv[2];
   make_fd_socket(sv);
-  worker_session cand(ctx.exe,
-                      {{"role", "time"},
-                       {"problem", p.dir.string()},
-                       {"device", ctx.device},
-                       {"subjects", {{{"name", "candidate"}, {"library", builds.candidate.library.string()}}}},
-                       {"timing", timing},
-                       {"shared", true},
-                       {"set_bytes", dj.set_bytes()}},
-                      {.timeout_s = step_s, .sink = errors_become_checks(""), .problem = &p, .share_socket = sv[1]});
+  m->cand = std::make_unique<worker_session>(
+      ctx.exe,
+      nlohmann::json{{"role", "time"},
+                     {"problem", p.dir.string()},
+                     {"device", ctx.device},
+                     {"subjects", {{{"name", "candidate"}, {"library", builds.candidate.library.string()}}}},
+                     {"timing", timing},
+                     {"shared", true},
+                     {"set_bytes", dj.set_bytes()}},
+      worker_options{.timeout_s = step_s, .sink = m->errors(""), .problem = &p, .share_socket = sv[1]});
   ::close(sv[1]);
   try {
     std::vector<int> fds;
@@ -233,16 +249,28 @@ void time_subjects_on_device(const worker_context& ctx, const role_artifacts& bu
     // the worker is gone already: its outcome says how
   }
   ::close(sv[0]);
-  worker_session ref(ctx.exe,
-                     {{"role", "time_trusted"},
-                      {"problem", p.dir.string()},
-                      {"device", ctx.device},
-                      {"subjects", trusted},
-                      {"timing", timing},
-                      {"libraries", {{"kernels", builds.kernels.library.string()}}}},
-                     worker_options{.timeout_s = step_s, .sink = errors_become_checks(" (the reference's worker)"),
-                                    .problem = &p});
+  m->ref = std::make_unique<worker_session>(
+      ctx.exe,
+      nlohmann::json{{"role", "time_trusted"},
+                     {"problem", p.dir.string()},
+                     {"device", ctx.device},
+                     {"subjects", m->trusted},
+                     {"timing", timing},
+                     {"libraries", {{"kernels", builds.kernels.library.string()}}}},
+      worker_options{.timeout_s = step_s, .sink = m->errors(" (the reference's worker)"), .problem = &p});
+}
 
+device_timing::~device_timing() = default;
+
+void device_timing::run(const nlohmann::json& rechecks, recorder& rec) {
+  auto& S = *m;
+  const auto& p = S.ctx.p;
+  auto& dj = S.dj;
+  auto& cand = *S.cand;
+  auto& ref = *S.ref;
+  S.rec = &rec;
+  for (auto& c : S.early_errors) rec.check(std::move(c));
+  S.early_errors.clear();
   // The judge's step on the candidate's set: the candidate's worker is stopped meanwhile.
   auto with_candidate_stopped = [&](auto&& step) {
     cand.stop();
@@ -253,12 +281,12 @@ void time_subjects_on_device(const worker_context& ctx, const role_artifacts& bu
   auto collect = [&](std::size_t place) { return [&, place](eval::check_result c) { timed_checks[place].push_back(std::move(c)); }; };
   // One early timed call is re-verified in place: the judge loads a verified trial into that
   // rotation's set, judges what the timed call wrote, and puts the rotation back.
-  std::mt19937_64 pick(seed ^ 0x7265636865636bull);
+  std::mt19937_64 pick(S.seed ^ 0x7265636865636bull);
   const int early_call = rechecks.empty() ? -1 : static_cast<int>(pick() % (warmup + p.eval.min_samples));
   int candidate_calls = 0;
-  auto sample_of = [](const std::optional<nlohmann::json>& m) {
-    if (!m) throw worker_stopped{};
-    return eval::sample{m->value("seconds", 0.0), m->value("rc", -1)};
+  auto sample_of = [](const std::optional<nlohmann::json>& msg) {
+    if (!msg) throw worker_stopped{};
+    return eval::sample{msg->value("seconds", 0.0), msg->value("rc", -1)};
   };
   eval::sampler cand_sampler{"candidate", rotations, [&](int r) {
                                const bool recheck = candidate_calls++ == early_call;
@@ -271,13 +299,13 @@ void time_subjects_on_device(const worker_context& ctx, const role_artifacts& bu
                                if (recheck)
                                  with_candidate_stopped([&] {
                                    if (got.rc == 0) dj.judge(1 + r, t, 0, true, collect(0));
-                                   dj.rotation(1 + r, rotation_inputs[r].first, rotation_inputs[r].second);
+                                   dj.rotation(1 + r, S.rotation_inputs[r].first, S.rotation_inputs[r].second);
                                  });
                                return got;
                              }};
   std::vector<eval::sampler> samplers{cand_sampler};
-  for (auto& s : trusted) samplers.push_back(remote(ref, s["name"]));
-  eval::timing_config cfg{.budget_s = budget_s, .warmup = warmup, .min_samples = p.eval.min_samples,
+  for (auto& s : S.trusted) samplers.push_back(remote(ref, s["name"]));
+  eval::timing_config cfg{.budget_s = S.budget_s, .warmup = warmup, .min_samples = p.eval.min_samples,
                           .max_samples = p.eval.max_samples, .target_rel_ci = p.eval.target_rel_ci};
   bool complete = cand.wait_for("ready").has_value() && ref.wait_for("ready").has_value();
   std::vector<eval::timing_samples> results;
@@ -302,12 +330,12 @@ void time_subjects_on_device(const worker_context& ctx, const role_artifacts& bu
       const int t = rechecks[place]["trial"];
       with_candidate_stopped([&] { dj.load(set, t); });
       if (!cand.send({{"cmd", "call"}, {"set", set - 1}})) break;
-      const auto m = cand.wait_for("sample");
-      if (!m) break;
-      if (m->value("rc", -1) != 0) {
+      const auto msg = cand.wait_for("sample");
+      if (!msg) break;
+      if (msg->value("rc", -1) != 0) {
         rec.check({.name = "returned_error", .passed = false,
                    .message = fmt::format("the candidate returned {} on a re-verified timed call after sampling",
-                                          m->value("rc", -1))});
+                                          msg->value("rc", -1))});
         break;
       }
       dj.snapshot(set);

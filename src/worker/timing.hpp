@@ -11,6 +11,7 @@
 #include "worker/stage.hpp"
 
 #include <map>
+#include <memory>
 
 namespace kforge::worker {
 
@@ -24,10 +25,24 @@ namespace kforge::worker {
 
 /// The same on the GPU-resident path: the candidate's rotations are the judge's sets 1..3
 /// (set 4 is the one never timed before), the trusted worker draws the same inputs on the
-/// device, and the re-verified timed calls are judged in place by `dj`: their verdicts
-/// (timed_output) go to rec.check directly.
-void time_subjects_on_device(const worker_context& ctx, const role_artifacts& builds, device_judge& dj,
-                             const nlohmann::json& rechecks, double budget_s, std::uint64_t seed, recorder& rec);
+/// device, and the re-verified timed calls are judged in place by the judge: their verdicts
+/// (timed_output) go to rec.check directly. The workers start at construction, so that their
+/// start overlaps verification; a failed candidate's are killed with the object, unused.
+///   device_timing t(ctx, builds, dj, budget, seed);   ... verify ...   t.run(plan.rechecks, rec);
+class device_timing {
+public:
+  device_timing(const worker_context& ctx, const role_artifacts& builds, device_judge& dj, double budget_s,
+                std::uint64_t seed);
+  ~device_timing();
+  device_timing(const device_timing&) = delete;
+  device_timing& operator=(const device_timing&) = delete;
+  /// Samples until the stopping rule holds, re-verifies the timed calls, ends both workers. Once.
+  void run(const nlohmann::json& rechecks, recorder& rec);
+
+private:
+  struct state;
+  std::unique_ptr<state> m;
+};
 /// How many shared sets the GPU-resident path needs: verification's, the rotations', one more.
 inline constexpr int device_sets = 1 + 3 + 1;
 

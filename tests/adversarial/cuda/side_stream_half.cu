@@ -1,4 +1,4 @@
-// kforge-adversarial: problem=softmax_small expect=deferred_work
+// kforge-adversarial: problem=softmax_small expect=side_stream
 // Cheat/failure: computes on its own stream (outside args->stream), starting late, and only half the rows; the outputs change after args->stream is done, and kforge's device-wide sync makes the missing rows show too.
 #include "softmax_common.cuh"
 __global__ void late() { for (int i = 0; i < 5; ++i) __nanosleep(1000000); }

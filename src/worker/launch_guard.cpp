@@ -1,0 +1,165 @@
+#include "worker/launch_guard.hpp"
+
+#include <fmt/format.h>
+
+#ifdef KFORGE_WITH_CUDA
+#include <cuda.h>
+#include <cupti_callbacks.h>
+#include <cupti_driver_cbid.h>
+#include <cupti_result.h>
+#include <dlfcn.h>
+#endif
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+namespace kforge::worker {
+
+#ifdef KFORGE_WITH_CUDA
+namespace {
+
+// The parameters CUPTI passes for the watched calls, as cuda's generated_cuda_meta.h lays
+// them out (that header does not compile on its own: it needs the driver's v1 types).
+struct launch_kernel_params { // cuLaunchKernel, cuLaunchCooperativeKernel (the latter lacks `extra`)
+  CUfunction f;
+  unsigned int grid[3], block[3], shared_bytes;
+  CUstream hStream;
+};
+struct launch_kernel_ex_params {
+  const CUlaunchConfig* config;
+};
+struct graph_launch_params {
+  CUgraphExec exec;
+  CUstream hStream;
+};
+
+// One guard per process (CUPTI allows one subscriber); the callback reads these.
+std::atomic<CUstream> g_stream{nullptr};
+std::thread::id g_main;               // the thread that makes the calls
+std::atomic<bool> g_in_call{false};   // it is inside kf_forward
+std::mutex g_mutex;
+std::string g_violation;              // the first since the last take
+
+struct cupti_api {
+  decltype(&cuptiSubscribe) subscribe = nullptr;
+  decltype(&cuptiEnableCallback) enable = nullptr;
+  decltype(&cuptiUnsubscribe) unsubscribe = nullptr;
+  decltype(&cuptiGetResultString) result_string = nullptr;
+};
+cupti_api g_api;
+
+const char* stream_name(CUstream s) {
+  if (s == nullptr) return "the legacy default stream (0)";
+  if (s == CU_STREAM_PER_THREAD) return "the per-thread default stream";
+  if (s == CU_STREAM_LEGACY) return "the legacy default stream";
+  return nullptr;
+}
+
+void CUPTIAPI on_launch(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  if (cb->callbackSite != CUPTI_API_ENTER) return;
+  const bool main = std::this_thread::get_id() == g_main;
+  if (main && !g_in_call.load()) return; // kforge's own work between calls
+  CUstream s = nullptr;
+  switch (cbid) {
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+    s = static_cast<const launch_kernel_params*>(cb->functionParams)->hStream;
+    break;
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+    const auto* cfg = static_cast<const launch_kernel_ex_params*>(cb->functionParams)->config;
+    s = cfg ? cfg->hStream : nullptr;
+    break;
+  }
+  case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+  case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
+    s = static_cast<const graph_launch_params*>(cb->functionParams)->hStream;
+    break;
+  default: return;
+  }
+  // The per-thread default stream of the calling thread is args->stream only if args->stream is it.
+  if (s == g_stream.load()) return;
+  std::lock_guard lock(g_mutex);
+  if (!g_violation.empty()) return;
+  const char* named = stream_name(s);
+  g_violation = fmt::format("{} launched on {}{}, not on args->stream{}", cb->functionName ? cb->functionName : "a launch",
+                            named ? named : "stream ", named ? "" : fmt::format("{}", static_cast<void*>(s)),
+                            main ? "" : " (from a thread other than the call's)");
+}
+
+constexpr CUpti_CallbackId watched[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,          CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,           CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz};
+
+} // namespace
+
+std::unique_ptr<launch_guard> launch_guard::start(void* call_stream, std::string* why_not) {
+  void* lib = nullptr;
+  for (const char* name : {"libcupti.so.13", "libcupti.so", "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so",
+                           "/usr/local/cuda/lib64/libcupti.so"})
+    if ((lib = ::dlopen(name, RTLD_NOW | RTLD_LOCAL))) break;
+  if (!lib) {
+    *why_not = fmt::format("libcupti could not be loaded ({})", ::dlerror());
+    return nullptr;
+  }
+  g_api.subscribe = reinterpret_cast<decltype(g_api.subscribe)>(::dlsym(lib, "cuptiSubscribe"));
+  g_api.enable = reinterpret_cast<decltype(g_api.enable)>(::dlsym(lib, "cuptiEnableCallback"));
+  g_api.unsubscribe = reinterpret_cast<decltype(g_api.unsubscribe)>(::dlsym(lib, "cuptiUnsubscribe"));
+  g_api.result_string = reinterpret_cast<decltype(g_api.result_string)>(::dlsym(lib, "cuptiGetResultString"));
+  if (!g_api.subscribe || !g_api.enable || !g_api.unsubscribe) {
+    *why_not = "libcupti lacks the callback API";
+    return nullptr;
+  }
+  g_stream = static_cast<CUstream>(call_stream);
+  g_main = std::this_thread::get_id();
+  CUpti_SubscriberHandle sub = nullptr;
+  if (CUptiResult r = g_api.subscribe(&sub, on_launch, nullptr); r != CUPTI_SUCCESS) {
+    const char* s = nullptr;
+    if (g_api.result_string) g_api.result_string(r, &s);
+    *why_not = fmt::format("CUPTI refused a subscriber ({}): another tool may hold it", s ? s : "error");
+    return nullptr;
+  }
+  for (auto id : watched)
+    if (g_api.enable(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, id) != CUPTI_SUCCESS) {
+      g_api.unsubscribe(sub);
+      *why_not = "CUPTI refused a launch callback";
+      return nullptr;
+    }
+  std::unique_ptr<launch_guard> g(new launch_guard());
+  g->m_subscriber = sub;
+  return g;
+}
+
+launch_guard::~launch_guard() {
+  if (m_subscriber) g_api.unsubscribe(static_cast<CUpti_SubscriberHandle>(m_subscriber));
+}
+void launch_guard::begin_call() { g_in_call = true; }
+void launch_guard::end_call() { g_in_call = false; }
+std::optional<std::string> launch_guard::take_violation() {
+  std::lock_guard lock(g_mutex);
+  if (g_violation.empty()) return std::nullopt;
+  return std::exchange(g_violation, std::string());
+}
+
+#else
+
+std::unique_ptr<launch_guard> launch_guard::start(void*, std::string* why_not) {
+  *why_not = "this kforge was built without CUDA";
+  return nullptr;
+}
+launch_guard::~launch_guard() = default;
+void launch_guard::begin_call() {}
+void launch_guard::end_call() {}
+std::optional<std::string> launch_guard::take_violation() { return std::nullopt; }
+
+#endif
+
+} // namespace kforge::worker
