@@ -63,38 +63,6 @@ std::string with_place(const eval::check_result& c) {
   return fmt::format("case '{}' (trial {}{}): {}", c.case_name, c.trial, c.run ? ", repeat call" : "", c.message);
 }
 
-verify_run verify_candidate(const worker_context& ctx, const std::filesystem::path& library,
-                            const std::filesystem::path& candidate_source, const nlohmann::json& trials,
-                            std::uint64_t canary_seed, judge& j, const check_sink& add) {
-  using clock = std::chrono::steady_clock;
-  verify_run out;
-  out.outcome = run_worker(
-      ctx.exe,
-      {{"role", "verify"}, {"problem", ctx.p.dir.string()}, {"device", ctx.device},
-       {"libraries", {{"candidate", library.string()}}}, {"trials", trials}, {"canary_seed", canary_seed}},
-      {.timeout_s = ctx.timeout_s, .sink = [&](message& m) {
-        const std::string type = m.header["type"];
-        if (type == "error") {
-          eval::check_result c{.name = m.header.value("reason", "load_failed"), .passed = false,
-                               .message = m.header.value("message", "")};
-          if (c.name == "load_failed") c.message = fmt::format("{}: {}", candidate_source.string(), c.message);
-          add(c);
-        } else if (type == "check") {
-          eval::check_result c{.name = m.header["name"], .trial = m.header.value("trial", -1),
-                               .run = m.header.value("run", 0), .passed = m.header.value("passed", false),
-                               .message = m.header.value("message", "")};
-          if (m.header.contains("detail")) c.detail = m.header["detail"];
-          if (c.trial >= 0 && c.trial < static_cast<int>(trials.size())) c.case_name = trials[c.trial]["case"];
-          add(c);
-        } else if (type == "output") {
-          const auto t0 = clock::now();
-          j.output(m.header["trial"], m.header["run"], m.header["index"], tensor_of(m));
-          out.judge_s += std::chrono::duration<double>(clock::now() - t0).count();
-        }
-      }, .problem = &ctx.p});
-  return out;
-}
-
 namespace {
 // Frames of a candidate's worker that become checks: "error" (load_failed, ...) and "check".
 message_sink candidate_checks(const std::filesystem::path& candidate_source, const nlohmann::json& trials,
@@ -117,6 +85,29 @@ message_sink candidate_checks(const std::filesystem::path& candidate_source, con
   };
 }
 } // namespace
+
+verify_run verify_candidate(const worker_context& ctx, const std::filesystem::path& library,
+                            const std::filesystem::path& candidate_source, const nlohmann::json& trials,
+                            std::uint64_t canary_seed, judge& j, const check_sink& add) {
+  using clock = std::chrono::steady_clock;
+  verify_run out;
+  out.outcome = run_worker(
+      ctx.exe,
+      {{"role", "verify"}, {"problem", ctx.p.dir.string()}, {"device", ctx.device},
+       {"libraries", {{"candidate", library.string()}}}, {"trials", trials}, {"canary_seed", canary_seed}},
+      {.timeout_s = ctx.timeout_s, .sink = [&, checks = candidate_checks(candidate_source, trials, add)](message& m) {
+        const std::string type = m.header["type"];
+        if (type == "error" || type == "check") {
+          checks(m);
+        } else if (type == "output") {
+          const auto t0 = clock::now();
+          j.output(m.header["trial"], m.header["run"], m.header["index"], tensor_of(m));
+          out.judge_s += std::chrono::duration<double>(clock::now() - t0).count();
+        }
+      }, .problem = &ctx.p});
+  return out;
+}
+
 
 std::unique_ptr<worker_session> start_call_worker(const worker_context& ctx, const std::filesystem::path& library,
                                                   const std::filesystem::path& candidate_source, device_judge& j, int s,

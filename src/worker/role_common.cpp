@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <variant>
+
 namespace kforge::worker {
 
 trial trial_of(const nlohmann::json& tj) { return {tj["case"], tj["seed"], tj["trial"]}; }
@@ -13,6 +15,18 @@ void send_outputs(channel_writer& ch, const std::vector<eval::host_tensor>& outs
     ch.send({{"type", "output"}, {"subject", subject}, {"trial", t}, {"run", run}, {"index", k},
              {"dtype", static_cast<int>(outs[k].dtype)}},
             outs[k].bytes.data(), outs[k].bytes.size());
+}
+
+std::optional<std::pair<kernel_library, kernel_library>>
+load_reference_and_oracle(channel_writer& ch, const nlohmann::json& job, const problem::problem& p) {
+  auto ref = load_kernel(job["libraries"]["reference"], p);
+  auto orc = load_kernel(job["libraries"]["oracle"], p);
+  for (auto* l : {&ref, &orc})
+    if (auto* e = std::get_if<std::string>(l)) {
+      ch.send({{"type", "error"}, {"reason", "load_failed"}, {"message", "reference: " + *e}});
+      return std::nullopt;
+    }
+  return std::pair{std::get<kernel_library>(std::move(ref)), std::get<kernel_library>(std::move(orc))};
 }
 
 std::size_t workspace_size(const kernel_library& k, eval::tensor_set& ts) {

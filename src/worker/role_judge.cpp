@@ -90,6 +90,21 @@ public:
     m_ordinal = job.value("device", 0);
     std::mt19937_64 canary(job.value("canary_seed", std::uint64_t{1}));
     const int nsets = job.value("sets", 1);
+    // What this path holds on the device: the sets, every trial's truth (inputs, reference and
+    // oracle outputs) and the candidate's workers' copies of a set's size. Refused up front
+    // (the evaluation then takes the host path and says why), never out of memory half-way.
+    std::size_t in = 0, out = 0, out64 = 0;
+    for (auto b : m_layout.input_bytes) in += b;
+    for (auto* t : p.outputs()) {
+      out += static_cast<std::size_t>(t->numel()) * dtype_size(t->dtype);
+      out64 += static_cast<std::size_t>(t->numel()) * dtype_size(t->oracle_dtype());
+    }
+    const std::size_t need = (nsets + 2) * m_layout.bytes + m_trials.size() * (in + out + out64);
+    std::size_t free_b = 0, total_b = 0;
+    cuda_check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+    if (need > free_b)
+      KFORGE_THROW(worker, "the GPU-resident path needs about {:.1f} GiB of device memory, {:.1f} GiB are free",
+                   need / 1073741824.0, free_b / 1073741824.0);
     for (int s = 0; s < nsets; ++s) {
       m_sets.push_back(device::shared_memory::allocate(m_ordinal, m_layout.bytes));
       // Random canaries before and after every tensor: a candidate cannot restore a guard it
@@ -467,14 +482,9 @@ private:
 int run_judge(channel_writer& ch, const problem::problem& p, const nlohmann::json& job, device::backend& dev,
               std::istream& commands) {
 #ifdef KFORGE_WITH_CUDA
-  auto ref = load_kernel(job["libraries"]["reference"], p);
-  auto orc = load_kernel(job["libraries"]["oracle"], p);
-  for (auto* l : {&ref, &orc})
-    if (auto* e = std::get_if<std::string>(l)) {
-      ch.send({{"type", "error"}, {"reason", "load_failed"}, {"message", "reference: " + *e}});
-      return 0;
-    }
-  judge_process j(ch, p, job, dev, std::get<kernel_library>(std::move(ref)), std::get<kernel_library>(std::move(orc)));
+  auto libs = load_reference_and_oracle(ch, job, p);
+  if (!libs) return 0;
+  judge_process j(ch, p, job, dev, std::move(libs->first), std::move(libs->second));
   j.share(share_fd);
   ::close(share_fd);
   j.serve(commands);

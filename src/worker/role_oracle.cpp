@@ -12,15 +12,9 @@
 namespace kforge::worker {
 
 int run_oracle(channel_writer& ch, const problem::problem& p, const nlohmann::json& job, device::backend& dev) {
-  auto ref = load_kernel(job["libraries"]["reference"], p);
-  auto orc = load_kernel(job["libraries"]["oracle"], p);
-  for (auto* l : {&ref, &orc})
-    if (auto* e = std::get_if<std::string>(l)) {
-      ch.send({{"type", "error"}, {"reason", "load_failed"}, {"message", "reference: " + *e}});
-      return 0;
-    }
-  auto& r = std::get<kernel_library>(ref);
-  auto& o = std::get<kernel_library>(orc);
+  auto libs = load_reference_and_oracle(ch, job, p);
+  if (!libs) return 0;
+  auto& [r, o] = *libs;
   eval::tensor_set rs(dev, p, eval::precision::nominal, 1), os(dev, p, eval::precision::oracle, 2);
   bool sized = false;
   for (auto& tj : job["trials"]) {

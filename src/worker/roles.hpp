@@ -22,6 +22,8 @@
 #include <cstdint>
 #include <istream>
 #include <new>
+#include <optional>
+#include <utility>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -64,6 +66,11 @@ template <class F> auto within_limits(const char* where, F&& call) -> decltype(c
         fmt::format("process/thread limit: a thread or process could not be created in {} ({})", where, e.what()));
   }
 }
+
+/// The job's reference and oracle (libraries.reference, libraries.oracle); nothing, once an
+/// "error" frame (load_failed) has said why, when one of them does not load.
+[[nodiscard]] std::optional<std::pair<kernel_library, kernel_library>>
+load_reference_and_oracle(channel_writer& ch, const nlohmann::json& job, const problem::problem& p);
 
 /// The implementation's workspace for the shapes of `ts` (0 when it declares none).
 /// @throws resource_limit_hit (within_limits)

@@ -76,6 +76,35 @@ eval::sampler remote(worker_session& w, const std::string& name) {
           }};
 }
 
+// Records each subject's summary, or its failure; @return whether a call failed.
+bool record_results(const std::vector<eval::timing_samples>& results, const problem::problem& p, recorder& rec) {
+  bool failed = false;
+  for (auto& r : results) {
+    if (r.failed_rc != 0) {
+      failed = true;
+      rec.check({.name = "returned_error", .passed = false,
+                 .message = fmt::format("the {} returned {} during timing", r.subject, r.failed_rc)});
+    } else if (!r.samples.empty()) {
+      rec.timing(eval::summarize(r.subject, r.samples, p.eval.target_rel_ci));
+    }
+  }
+  return failed;
+}
+
+// The trusted worker's end: not the candidate's code, but its doing as far as anyone can tell
+// (the reference timed in that worker before, and a candidate that slowed or starved it is the
+// likely cause).
+void end_trusted(worker_session& ref, recorder& rec) {
+  ref.send({{"cmd", "finish"}});
+  const auto r_end = ref.finish();
+  rec.ev.confinement["time_trusted"] = r_end.confinement;
+  if (auto f = process_failure(r_end, "timing", rec.ev.trials)) {
+    f->message = fmt::format("the reference's timing worker, which loads no candidate code, {} during timing: {}",
+                             r_end.end == worker_end::timeout ? "hung" : worker_end_name(r_end.end), r_end.detail);
+    rec.check(*f);
+  }
+}
+
 } // namespace
 
 std::map<output_key, eval::host_tensor> time_subjects(const worker_context& ctx, const role_artifacts& builds,
@@ -134,32 +163,12 @@ std::map<output_key, eval::host_tensor> time_subjects(const worker_context& ctx,
     } catch (const worker_stopped&) {
       complete = false; // its outcome says why
     }
-  bool failed = !complete;
-  for (auto& r : results) {
-    if (r.failed_rc != 0) {
-      failed = true;
-      rec.check({.name = "returned_error", .passed = false,
-                 .message = fmt::format("the {} returned {} during timing", r.subject, r.failed_rc)});
-    } else if (!r.samples.empty()) {
-      rec.timing(eval::summarize(r.subject, r.samples, p.eval.target_rel_ci));
-    }
-  }
+  const bool failed = record_results(results, p, rec) || !complete;
   if (complete) cand.send({{"cmd", "finish"}, {"rechecks", !failed}});
   const auto c_end = cand.finish();
   rec.ev.confinement["time"] = c_end.confinement;
   if (auto f = process_failure(c_end, "timing", rec.ev.trials)) rec.check(*f);
-  if (ref) {
-    ref->send({{"cmd", "finish"}});
-    const auto r_end = ref->finish();
-    rec.ev.confinement["time_trusted"] = r_end.confinement;
-    if (auto f = process_failure(r_end, "timing", rec.ev.trials)) {
-      // Not the candidate's code, but its doing as far as anyone can tell: the reference
-      // timed in this worker before, and a candidate that slowed or starved it is the likely cause.
-      f->message = fmt::format("the reference's timing worker, which loads no candidate code, {} during timing: {}",
-                               r_end.end == worker_end::timeout ? "hung" : worker_end_name(r_end.end), r_end.detail);
-      rec.check(*f);
-    }
-  }
+  if (ref) end_trusted(*ref, rec);
   return timed_out;
 }
 
@@ -314,16 +323,7 @@ void device_timing::run(const nlohmann::json& rechecks, recorder& rec) {
     } catch (const worker_stopped&) {
       complete = false;
     }
-  bool failed = !complete;
-  for (auto& r : results) {
-    if (r.failed_rc != 0) {
-      failed = true;
-      rec.check({.name = "returned_error", .passed = false,
-                 .message = fmt::format("the {} returned {} during timing", r.subject, r.failed_rc)});
-    } else if (!r.samples.empty()) {
-      rec.timing(eval::summarize(r.subject, r.samples, p.eval.target_rel_ci));
-    }
-  }
+  const bool failed = record_results(results, p, rec) || !complete;
   // After sampling: a timed call in rotation 0's set and one in the set never timed before.
   if (complete && !failed && rechecks.size() >= 3)
     for (auto [place, set] : {std::pair{std::size_t{1}, 1}, std::pair{std::size_t{2}, rotations + 1}}) {
@@ -347,14 +347,7 @@ void device_timing::run(const nlohmann::json& rechecks, recorder& rec) {
   const auto c_end = cand.finish();
   rec.ev.confinement["time"] = c_end.confinement;
   if (auto f = process_failure(c_end, "timing", rec.ev.trials)) rec.check(*f);
-  ref.send({{"cmd", "finish"}});
-  const auto r_end = ref.finish();
-  rec.ev.confinement["time_trusted"] = r_end.confinement;
-  if (auto f = process_failure(r_end, "timing", rec.ev.trials)) {
-    f->message = fmt::format("the reference's timing worker, which loads no candidate code, {} during timing: {}",
-                             r_end.end == worker_end::timeout ? "hung" : worker_end_name(r_end.end), r_end.detail);
-    rec.check(*f);
-  }
+  end_trusted(ref, rec);
 }
 
 void time_torch_reference(const worker_context& ctx, double budget_s, std::uint64_t seed, bool reuse,

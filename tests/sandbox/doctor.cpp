@@ -1,6 +1,7 @@
 // `kforge doctor`: the layers this machine puts in force, as text and as JSON, and an exit
 // status scripts can rely on.
 #include "core/subprocess.hpp"
+#include "device/backend.hpp"
 #include "sandbox_util.hpp"
 
 using namespace kforge;
@@ -22,6 +23,12 @@ TEST(doctor, json_lists_every_layer_and_the_exit_status_agrees) {
   EXPECT_EQ(j["disabled"], false);
   EXPECT_EQ(j["missing"].get<std::vector<std::string>>(), sandbox::missing(layers));
   EXPECT_EQ(r.exit_code, sandbox::missing(layers).empty() ? 0 : 1) << r.output;
+  // Whether CUDA problems are judged on the GPU here: without a device, why not.
+  ASSERT_TRUE(j["gpu_path"]["available"].is_boolean()) << r.output;
+  if (device::device_count(problem::backend_kind::cuda) == 0) {
+    EXPECT_FALSE(j["gpu_path"]["available"].get<bool>());
+    EXPECT_FALSE(j["gpu_path"]["why"].get<std::string>().empty());
+  }
 }
 
 TEST(doctor, says_when_confinement_is_turned_off) {

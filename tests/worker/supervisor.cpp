@@ -1,5 +1,6 @@
 // How a worker can end, each forced by a stand-in worker script: the parent must
 // classify every one and carry on.
+#include "core/fd_passing.hpp"
 #include "test_util.hpp"
 #include "worker/protocol.hpp"
 #include "worker/evaluate.hpp"
@@ -8,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <thread>
@@ -156,6 +158,12 @@ std::filesystem::path interactive_worker(const test::temp_dir& d) {
                  "    if cmd['cmd'] == 'double': send({'type': 'answer', 'n': 2 * cmd['n']})\n"
                  "    if cmd['cmd'] == 'hang': time.sleep(100)\n"
                  "    if cmd['cmd'] == 'crash': os.kill(os.getpid(), 11)\n"
+                 "    if cmd['cmd'] == 'when': send({'type': 'answer', 'at': time.time()})\n"
+                 "    if cmd['cmd'] == 'fds':\n"
+                 "        import socket\n"
+                 "        msg, fds, _, _ = socket.recv_fds(socket.socket(fileno=5), 4096, 8)\n"
+                 "        for fd in fds: os.write(fd, b'via fd')\n"
+                 "        send({'type': 'answer', 'label': msg.decode(), 'n': len(fds)})\n"
                  "send({'type': 'done'})\n");
   ::chmod(w.c_str(), 0755);
   return w;
@@ -294,4 +302,46 @@ TEST(confinement_hooks, every_worker_of_an_evaluation_is_recorded_by_role) {
   for (const char* role : {"oracle", "verify", "time", "time_trusted"})
     EXPECT_TRUE(ev.confinement.contains(role)) << role << " missing from " << ev.confinement.dump();
   EXPECT_EQ(worker::to_json(ev, p)["confinement"], ev.confinement);
+}
+
+// The GPU-resident path's plumbing, with a stand-in: a socket at share_fd, and the parent
+// stopping the worker's process group while the judge works on its buffers.
+TEST(session, a_share_socket_is_the_workers_descriptor_5) {
+  test::temp_dir d;
+  int sv[2];
+  make_fd_socket(sv);
+  worker::worker_session s(interactive_worker(d), {{"role", "time"}}, {.timeout_s = 10, .share_socket = sv[1]});
+  ::close(sv[1]);
+  ASSERT_TRUE(s.wait_for("ready").has_value());
+  int p[2];
+  ASSERT_EQ(::pipe(p), 0);
+  send_fds(sv[0], "sets", {p[1]});
+  ::close(p[1]);
+  ASSERT_TRUE(s.send({{"cmd", "fds"}}));
+  auto a = s.wait_for("answer");
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ((*a)["label"], "sets");
+  EXPECT_EQ((*a)["n"], 1);
+  char buf[16] = {};
+  EXPECT_EQ(::read(p[0], buf, sizeof buf), 6);
+  EXPECT_STREQ(buf, "via fd");
+  ::close(p[0]);
+  ::close(sv[0]);
+  EXPECT_EQ(s.finish().end, worker::worker_end::done);
+}
+
+TEST(session, a_stopped_worker_does_nothing_until_it_is_resumed) {
+  test::temp_dir d;
+  worker::worker_session s(interactive_worker(d), {{"role", "time"}}, {.timeout_s = 10});
+  ASSERT_TRUE(s.wait_for("ready").has_value());
+  s.stop();
+  ASSERT_TRUE(s.send({{"cmd", "when"}}));
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  const double resumed = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  s.resume();
+  auto a = s.wait_for("answer");
+  ASSERT_TRUE(a.has_value());
+  EXPECT_GE((*a)["at"].get<double>(), resumed - 0.05) << "it answered while stopped";
+  s.stop(); // finish() continues a stopped worker before it reads to the end
+  EXPECT_EQ(s.finish().end, worker::worker_end::done);
 }
