@@ -2,7 +2,12 @@
 
 #include <fmt/format.h>
 
-#ifdef KFORGE_WITH_CUDA
+// CUPTI's headers ship with the CUDA toolkit; a build without them watches nothing and says so.
+#if defined(KFORGE_WITH_CUDA) && __has_include(<cupti_callbacks.h>)
+#define KFORGE_WITH_CUPTI 1
+#endif
+
+#ifdef KFORGE_WITH_CUPTI
 #include <cuda.h>
 #include <cupti_callbacks.h>
 #include <cupti_driver_cbid.h>
@@ -17,7 +22,7 @@
 
 namespace kforge::worker {
 
-#ifdef KFORGE_WITH_CUDA
+#ifdef KFORGE_WITH_CUPTI
 namespace {
 
 // The parameters CUPTI passes for the watched calls, as cuda's generated_cuda_meta.h lays
@@ -152,7 +157,7 @@ std::optional<std::string> launch_guard::take_violation() {
 #else
 
 std::unique_ptr<launch_guard> launch_guard::start(void*, std::string* why_not) {
-  *why_not = "this kforge was built without CUDA";
+  *why_not = "this kforge was built without CUDA's CUPTI headers";
   return nullptr;
 }
 launch_guard::~launch_guard() = default;
