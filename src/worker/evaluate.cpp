@@ -94,11 +94,11 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   std::optional<judge> host_judge;
   truth host_truth;
   const std::uint64_t judge_seed = rng(); // drawn on both paths: a --seed gives both the same later draws
+  if (torch_warm.valid()) torch_warm.wait();
+  phase_start("oracle");
   if (auto refused = device_path_refused(p); !refused.empty()) {
     ev.engine = {{"path", "host"}, {"why", refused}};
   } else {
-    if (torch_warm.valid()) torch_warm.wait();
-    phase_start("oracle");
     try {
       dj = std::make_unique<device_judge>(ctx, builds, plan.trials, device_sets, judge_seed);
       ev.engine = {{"path", "device"}};
@@ -123,8 +123,6 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
     phase_done("oracle_s");
     if (opts.time) timing_workers = std::make_unique<device_timing>(ctx, builds, *dj, budget, timing_seed);
   } else {
-    if (torch_warm.valid()) torch_warm.wait();
-    phase_start("oracle");
     host_truth = compute_truth(ctx, builds, plan.trials);
     if (!p.torch) ev.confinement["oracle"] = host_truth.confinement;
     phase_done("oracle_s");
