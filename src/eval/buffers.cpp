@@ -77,43 +77,36 @@ set_layout shared_set_layout(const problem::problem& p) {
   return l;
 }
 
-tensor_set::tensor_set(device::backend& dev, const problem::problem& p, void* base, std::uint64_t)
+tensor_set::tensor_set(device::backend& dev, const problem::problem& p, void* base)
     : m_dev(dev), m_problem(p), m_guard(guarded_buffer::guard_bytes) {
   const auto l = shared_set_layout(p);
   auto* b = static_cast<char*>(base);
-  std::size_t k = 0;
-  for (auto* t : p.inputs()) {
-    m_in.push_back(std::make_unique<guarded_buffer>(dev, b + l.inputs[k], l.input_bytes[k]));
-    m_in_t.push_back(make_tensor_view(*t, precision::nominal, m_in.back()->data()));
-    m_in_names.push_back(t->name);
-    ++k;
-  }
-  k = 0;
-  for (auto* t : p.outputs()) {
-    m_out.push_back(std::make_unique<guarded_buffer>(dev, b + l.outputs[k], l.output_bytes[k]));
-    m_out_t.push_back(make_tensor_view(*t, precision::nominal, m_out.back()->data()));
-    m_out_names.push_back(t->name);
-    ++k;
-  }
+  place(precision::nominal, [&](const problem::tensor_spec&, bool input, std::size_t k) {
+    return std::make_unique<guarded_buffer>(dev, b + (input ? l.inputs[k] : l.outputs[k]),
+                                            input ? l.input_bytes[k] : l.output_bytes[k]);
+  });
   for (auto a : l.answers) m_answers.push_back(b + a);
-  m_args.inputs = m_in_t.data();
-  m_args.num_inputs = static_cast<int32_t>(m_in_t.size());
-  m_args.outputs = m_out_t.data();
-  m_args.num_outputs = static_cast<int32_t>(m_out_t.size());
-  m_args.stream = dev.stream();
 }
 
 tensor_set::tensor_set(device::backend& dev, const problem::problem& p, precision prec, std::uint64_t canary_seed,
                        bool guards)
     : m_dev(dev), m_problem(p), m_guard(guards ? guarded_buffer::guard_bytes : 0) {
   std::uint64_t s = canary_seed;
-  for (auto* t : p.inputs()) {
-    m_in.push_back(std::make_unique<guarded_buffer>(dev, tensor_bytes(*t, prec), ++s, m_guard));
+  place(prec, [&](const problem::tensor_spec& t, bool, std::size_t) {
+    return std::make_unique<guarded_buffer>(dev, tensor_bytes(t, prec), ++s, m_guard);
+  });
+}
+
+void tensor_set::place(precision prec, const buffer_maker& make) {
+  std::size_t k = 0;
+  for (auto* t : m_problem.inputs()) {
+    m_in.push_back(make(*t, true, k++));
     m_in_t.push_back(make_tensor_view(*t, prec, m_in.back()->data()));
     m_in_names.push_back(t->name);
   }
-  for (auto* t : p.outputs()) {
-    m_out.push_back(std::make_unique<guarded_buffer>(dev, tensor_bytes(*t, prec), ++s, m_guard));
+  k = 0;
+  for (auto* t : m_problem.outputs()) {
+    m_out.push_back(make(*t, false, k++));
     m_out_t.push_back(make_tensor_view(*t, prec, m_out.back()->data()));
     m_out_names.push_back(t->name);
   }
@@ -121,7 +114,7 @@ tensor_set::tensor_set(device::backend& dev, const problem::problem& p, precisio
   m_args.num_inputs = static_cast<int32_t>(m_in_t.size());
   m_args.outputs = m_out_t.data();
   m_args.num_outputs = static_cast<int32_t>(m_out_t.size());
-  m_args.stream = dev.stream();
+  m_args.stream = m_dev.stream();
 }
 
 void tensor_set::upload_inputs(const std::vector<host_tensor>& inputs) {

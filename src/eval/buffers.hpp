@@ -12,6 +12,8 @@
 #include <kforge/kernel.h>
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -79,7 +81,7 @@ public:
              bool guards = true);
   /// Inputs and outputs in a shared set at `base` (shared_set_layout; nominal precision),
   /// whose guards its owner checks; the workspace is this process's own, guarded.
-  tensor_set(device::backend& dev, const problem::problem& p, void* base, std::uint64_t canary_seed);
+  tensor_set(device::backend& dev, const problem::problem& p, void* base);
 
   void upload_inputs(const std::vector<host_tensor>& inputs);
   /// Sets the workspace size (asked of the candidate once per shape) and allocates it.
@@ -102,6 +104,11 @@ public:
   [[nodiscard]] kf_args& args() { return m_args; }
 
 private:
+  // Makes the buffer of input (or output) k of spec t; place() lays out the views and args.
+  using buffer_maker = std::function<std::unique_ptr<guarded_buffer>(const problem::tensor_spec& t, bool input,
+                                                                      std::size_t k)>;
+  void place(precision prec, const buffer_maker& make);
+
   device::backend& m_dev;
   const problem::problem& m_problem;
   std::size_t m_guard; // guard bytes on each side of every buffer

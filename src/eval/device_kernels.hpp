@@ -8,9 +8,11 @@
 //   k.draw_tensor(kind, a, b, seed, stream, dtype, dst, nullptr, n, stream_ptr);
 #include "build/compiler.hpp"
 #include "eval/gpu/scan.h"
+#include "problem/problem.hpp"
 
 #include <cstdint>
 #include <filesystem>
+#include <vector>
 
 namespace kforge::eval {
 
@@ -23,6 +25,12 @@ struct device_kernels {
                      kf_scan* partials, void* stream) = nullptr;
   int (*diff)(const void* a, const void* b, std::uint64_t n, int width, void* result, void* stream) = nullptr;
 };
+
+/// Case `c`'s inputs for `seed` into `dst` (device memory, each input at the problem's dtype),
+/// the values eval::make_inputs draws on the host, enqueued on `stream`.
+/// @throws kforge::error (worker) when a draw cannot be launched
+void draw_case(const device_kernels& k, const problem::problem& p, const problem::case_spec& c, std::uint64_t seed,
+               const std::vector<void*>& dst, void* stream);
 
 /// Compiles eval/gpu/device_kernels.cu (found by core/fs data_path) for the GPU's architecture.
 [[nodiscard]] build::artifact build_device_kernels();

@@ -63,6 +63,15 @@ std::string with_place(const eval::check_result& c) {
   return fmt::format("case '{}' (trial {}{}): {}", c.case_name, c.trial, c.run ? ", repeat call" : "", c.message);
 }
 
+eval::check_result check_of(const nlohmann::json& h, const nlohmann::json& trials) {
+  eval::check_result c{.name = h.value("name", ""), .trial = h.value("trial", -1), .run = h.value("run", 0),
+                       .output = h.value("output", ""), .passed = h.value("passed", false),
+                       .message = h.value("message", "")};
+  if (h.contains("detail")) c.detail = h["detail"];
+  if (c.trial >= 0 && c.trial < static_cast<int>(trials.size())) c.case_name = trials[c.trial]["case"];
+  return c;
+}
+
 namespace {
 // Frames of a candidate's worker that become checks: "error" (load_failed, ...) and "check".
 message_sink candidate_checks(const std::filesystem::path& candidate_source, const nlohmann::json& trials,
@@ -75,12 +84,7 @@ message_sink candidate_checks(const std::filesystem::path& candidate_source, con
       if (c.name == "load_failed") c.message = fmt::format("{}: {}", candidate_source.string(), c.message);
       add(c);
     } else if (type == "check") {
-      eval::check_result c{.name = m.header["name"], .trial = m.header.value("trial", -1),
-                           .run = m.header.value("run", 0), .passed = m.header.value("passed", false),
-                           .message = m.header.value("message", "")};
-      if (m.header.contains("detail")) c.detail = m.header["detail"];
-      if (c.trial >= 0 && c.trial < static_cast<int>(trials.size())) c.case_name = trials[c.trial]["case"];
-      add(c);
+      add(check_of(m.header, trials));
     }
   };
 }
@@ -135,9 +139,8 @@ std::unique_ptr<worker_session> start_call_worker(const worker_context& ctx, con
   return w;
 }
 
-verify_run verify_on_device(const worker_context& ctx, std::unique_ptr<worker_session> w, const nlohmann::json& trials,
-                            device_judge& j, const std::set<int>& keep, const check_sink& add) {
-  (void)ctx;
+verify_run verify_on_device(std::unique_ptr<worker_session> w, const nlohmann::json& trials, device_judge& j,
+                            const std::set<int>& keep, const check_sink& add) {
   using clock = std::chrono::steady_clock;
   verify_run out;
   // The judge's steps are timed apart: judge_s, like the host path's.

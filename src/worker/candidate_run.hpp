@@ -46,9 +46,8 @@ struct verify_run {
 /// worker, the judge judges in place (checks to `add`), the worker continues for the repeat.
 /// Truth of trials not in `keep` is dropped once judged.
 /// `w` is the call worker start_call_worker started for set 0 (early: its start overlaps the truth).
-[[nodiscard]] verify_run verify_on_device(const worker_context& ctx, std::unique_ptr<worker_session> w,
-                                          const nlohmann::json& trials, device_judge& j, const std::set<int>& keep,
-                                          const check_sink& add);
+[[nodiscard]] verify_run verify_on_device(std::unique_ptr<worker_session> w, const nlohmann::json& trials,
+                                          device_judge& j, const std::set<int>& keep, const check_sink& add);
 
 /// A "call" worker for the judge's set `s` (role_call.cpp): started, handed the set's fd.
 [[nodiscard]] std::unique_ptr<worker_session> start_call_worker(const worker_context& ctx,

@@ -44,16 +44,7 @@ device_judge::device_judge(const worker_context& ctx, const role_artifacts& buil
                          [this](message& m) {
                            const std::string type = m.header["type"];
                            if (type == "check" && m_add) {
-                             eval::check_result c{.name = m.header.value("name", ""),
-                                                  .trial = m.header.value("trial", -1),
-                                                  .run = m.header.value("run", 0),
-                                                  .output = m.header.value("output", ""),
-                                                  .passed = m.header.value("passed", false),
-                                                  .message = m.header.value("message", "")};
-                             if (m.header.contains("detail")) c.detail = m.header["detail"];
-                             if (c.trial >= 0 && c.trial < static_cast<int>(m_trials.size()))
-                               c.case_name = m_trials[c.trial]["case"];
-                             m_add(c);
+                             m_add(check_of(m.header, m_trials));
                            } else if (type == "reference_error") {
                              m_ref_errors[{m.header.value("trial", 0), m.header.value("index", std::size_t{0})}] = {
                                  m.header.value("max_abs", 0.0), m.header.value("rel_l2", 0.0),
@@ -79,10 +70,10 @@ device_judge::device_judge(const worker_context& ctx, const role_artifacts& buil
   ::close(sv[0]);
   m_fds = std::move(got.fds);
   m_set_bytes = ready->value("set_bytes", std::size_t{0});
-  if (static_cast<int>(m_fds.size()) != sets) {
+  if (const auto got_n = m_fds.size(); static_cast<int>(got_n) != sets) {
     for (int fd : m_fds) ::close(fd);
     m_fds.clear();
-    KFORGE_THROW(worker, "the judge sent {} descriptors for {} sets", m_fds.size(), sets);
+    KFORGE_THROW(worker, "the judge sent {} descriptors for {} sets", got_n, sets);
   }
 }
 

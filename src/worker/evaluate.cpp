@@ -133,7 +133,7 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   phase_start("verify");
   verify_run verify;
   if (dj) {
-    verify = verify_on_device(ctx, std::move(call_worker), plan.trials, *dj, plan.recheck_trials, rec.checks());
+    verify = verify_on_device(std::move(call_worker), plan.trials, *dj, plan.recheck_trials, rec.checks());
   } else {
     host_judge.emplace(p, plan.trials, plan.recheck_trials, host_truth, rec.checks());
     verify = verify_candidate(ctx, builds.candidate.library, candidate_source, plan.trials, verify_seed, *host_judge,

@@ -37,14 +37,13 @@ int run_call(channel_writer& ch, const problem::problem& p, const nlohmann::json
     return 0;
   }
   auto& k = std::get<kernel_library>(cand);
-  eval::tensor_set ts(dev, p, set.data(), job.value("canary_seed", std::uint64_t{1}));
+  eval::tensor_set ts(dev, p, set.data());
   // Workspace poison differs between the two calls on the same inputs, so a candidate that
   // reads workspace it never wrote computes two different answers.
   constexpr std::uint8_t ws_poison[2] = {0xFF, 0x55};
   int at_trial = -1, at_run = 0;
   auto check = [&](const char* name, const std::string& message) {
-    ch.send({{"type", "check"}, {"name", name}, {"trial", at_trial}, {"run", at_run}, {"passed", false},
-             {"message", message}});
+    send_check(ch, {.name = name, .passed = false, .message = message}, at_trial, at_run);
   };
   try {
     ch.send({{"type", "progress"}, {"phase", "workspace"}});
@@ -61,9 +60,7 @@ int run_call(channel_writer& ch, const problem::problem& p, const nlohmann::json
       dev.synchronize(); // the judge's poison and the workspace's are in place before the candidate starts
       int rc = 0;
       try {
-        if (guard) guard->begin_call();
-        rc = within_limits("kf_forward", [&] { return k.forward(&ts.args()); });
-        if (guard) guard->end_call();
+        rc = call_forward(k, &ts.args(), guard.get());
         ts.copy_answers();        // the call's answer: what its stream has done, in this context
         dev.synchronize_stream();
       } catch (const device::fault& f) {

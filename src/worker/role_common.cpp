@@ -1,6 +1,8 @@
 // What the worker's roles share (roles.hpp).
 #include "worker/roles.hpp"
 
+#include "worker/launch_guard.hpp"
+
 #include <fmt/format.h>
 
 #include <variant>
@@ -15,6 +17,46 @@ void send_outputs(channel_writer& ch, const std::vector<eval::host_tensor>& outs
     ch.send({{"type", "output"}, {"subject", subject}, {"trial", t}, {"run", run}, {"index", k},
              {"dtype", static_cast<int>(outs[k].dtype)}},
             outs[k].bytes.data(), outs[k].bytes.size());
+}
+
+int call_forward(const kernel_library& k, kf_args* args, launch_guard* guard) {
+  struct in_call {
+    launch_guard* g;
+    ~in_call() {
+      if (g) g->end_call();
+    }
+  } scope{guard};
+  if (guard) guard->begin_call();
+  return within_limits("kf_forward", [&] { return k.forward(args); });
+}
+
+void send_check(channel_writer& ch, const eval::check_result& c, int trial, int run) {
+  auto j = eval::to_json(c);
+  j["type"] = "check";
+  j["trial"] = trial;
+  j["run"] = run;
+  ch.send(j);
+}
+
+eval::check_result deferred_work_check(const std::vector<std::string>& late) {
+  return {.name = "deferred_work", .passed = late.empty(),
+          .message = late.empty() ? ""
+                                  : fmt::format("output '{}' changed after the call's stream was done: work outside "
+                                                "args->stream, or a thread that outlives the call",
+                                                late.front()),
+          .detail = {{"changed", late}}};
+}
+
+eval::check_result guard_check(const std::vector<std::string>& violations) {
+  return {.name = "guard", .passed = violations.empty(),
+          .message = violations.empty() ? "" : "out-of-bounds write: " + violations.front(),
+          .detail = {{"violations", violations}}};
+}
+
+eval::check_result inputs_modified_check(const std::vector<std::string>& changed) {
+  return {.name = "inputs_modified", .passed = changed.empty(),
+          .message = changed.empty() ? "" : fmt::format("the candidate changed input '{}'", changed.front()),
+          .detail = {{"changed", changed}}};
 }
 
 std::optional<std::pair<kernel_library, kernel_library>>

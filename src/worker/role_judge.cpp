@@ -95,10 +95,8 @@ public:
     // (the evaluation then takes the host path and says why), never out of memory half-way.
     std::size_t in = 0, out = 0, out64 = 0;
     for (auto b : m_layout.input_bytes) in += b;
-    for (auto* t : p.outputs()) {
-      out += static_cast<std::size_t>(t->numel()) * dtype_size(t->dtype);
-      out64 += static_cast<std::size_t>(t->numel()) * dtype_size(t->oracle_dtype());
-    }
+    for (auto b : m_layout.output_bytes) out += b;
+    for (auto* t : p.outputs()) out64 += static_cast<std::size_t>(t->numel()) * dtype_size(t->oracle_dtype());
     const std::size_t need = (nsets + 2) * m_layout.bytes + m_trials.size() * (in + out + out64);
     std::size_t free_b = 0, total_b = 0;
     cuda_check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
@@ -122,14 +120,14 @@ public:
     m_diff = dev_buffer(m_dev, 16);
   }
 
-  // The fds of every set, once, on the share socket; then "ready" with the layout.
+  // The fds of every set, once, on the share socket; then "ready" with a set's size (what a
+  // worker maps).
   void share(int sock) {
     std::vector<int> fds;
     for (auto& s : m_sets) fds.push_back(s.export_fd());
     send_fds(sock, "sets", fds);
     for (int fd : fds) ::close(fd);
-    m_ch.send({{"type", "ready"}, {"sets", m_sets.size()}, {"set_bytes", m_sets.empty() ? 0 : m_sets[0].size()},
-               {"layout_bytes", m_layout.bytes}});
+    m_ch.send({{"type", "ready"}, {"set_bytes", m_sets.empty() ? 0 : m_sets[0].size()}});
   }
 
   void serve(std::istream& commands) {
@@ -174,15 +172,8 @@ private:
   void* set_input(int s, std::size_t k) { return set_base(s) + m_layout.inputs[k]; }
   void* set_output(int s, std::size_t k) { return set_base(s) + m_layout.outputs[k]; }
 
-  // Case `c`'s inputs for `seed` into `dst` (device, nominal dtype), as eval::make_inputs draws them.
   void draw_case(const problem::case_spec& c, std::uint64_t seed, const std::vector<void*>& dst) {
-    const auto ins = m_p.inputs();
-    for (std::size_t k = 0; k < ins.size(); ++k) {
-      const auto& d = c.inputs.at(ins[k]->name);
-      kernel_check(m_k.draw_tensor(static_cast<int>(d.kind), d.a, d.b, seed, k, ins[k]->dtype, dst[k], nullptr,
-                                   static_cast<std::uint64_t>(ins[k]->numel()), m_stream),
-                   "drawing inputs");
-    }
+    eval::draw_case(m_k, m_p, c, seed, dst, m_stream);
   }
   // A trial's nominal inputs into dst: its case, or the hidden case's slices (eval::plan_hidden).
   void draw_trial(const trial& t, const std::vector<void*>& dst) {
@@ -325,15 +316,6 @@ private:
     return run_scan(prm, tt.reference[k].p, tt.oracle[k].p, tt.reference[k].p, static_cast<std::uint64_t>(spec.numel()));
   }
 
-  void send_check(eval::check_result c, int t, int run, bool timed) {
-    nlohmann::json j = eval::to_json(c);
-    j["type"] = "check";
-    j["trial"] = t;
-    j["run"] = run;
-    if (timed) j["timed"] = true;
-    m_ch.send(j);
-  }
-
   void judge(int s, int t, int run, bool timed) {
     if (m_set_trial[s] != t) KFORGE_THROW(worker, "judge: set {} holds trial {}, not {}", s, m_set_trial[s], t);
     auto& tt = truth_of(t);
@@ -347,18 +329,8 @@ private:
     for (std::size_t k = 0; k < outs.size(); ++k)
       if (diff(m_snap[k].p, set_output(s, k), m_layout.output_bytes[k], 1).first) late.push_back(outs[k]->name);
     if (!timed) {
-      send_check({.name = "deferred_work", .passed = late.empty(),
-                  .message = late.empty() ? ""
-                                          : fmt::format("output '{}' changed after the call's stream was done: work "
-                                                        "outside args->stream, or a thread that outlives the call",
-                                                        late.front()),
-                  .detail = {{"changed", late}}},
-                 t, run, timed);
-      const auto guards = check_guards(s);
-      send_check({.name = "guard", .passed = guards.empty(),
-                  .message = guards.empty() ? "" : "out-of-bounds write: " + guards.front(),
-                  .detail = {{"violations", guards}}},
-                 t, run, timed);
+      send_check(m_ch, deferred_work_check(late), t, run);
+      send_check(m_ch, guard_check(check_guards(s)), t, run);
       std::vector<std::string> changed;
       for (std::size_t k = 0; k < ins.size(); ++k)
         if (diff(set_input(s, k), tt.inputs[k].p, m_layout.input_bytes[k], 1).first) {
@@ -367,10 +339,7 @@ private:
                                      m_stream),
                      "restoring inputs"); // the repeat must see identical inputs
         }
-      send_check({.name = "inputs_modified", .passed = changed.empty(),
-                  .message = changed.empty() ? "" : fmt::format("the candidate changed input '{}'", changed.front()),
-                  .detail = {{"changed", changed}}},
-                 t, run, timed);
+      send_check(m_ch, inputs_modified_check(changed), t, run);
     }
     for (std::size_t k = 0; k < outs.size(); ++k) {
       const auto& spec = *outs[k];
@@ -381,7 +350,7 @@ private:
       std::map<std::size_t, eval::element_values> values;
       for (auto i : eval::scan_elements(spec, m_p.tolerance, sc))
         values[i] = {value_at(m_snap[k].p, cd, i), value_at(tt.oracle[k].p, od, i), value_at(tt.reference[k].p, cd, i)};
-      for (auto& c : eval::judge_scan(spec, m_p.tolerance, sc, values)) send_check(std::move(c), t, run, timed);
+      for (auto& c : eval::judge_scan(spec, m_p.tolerance, sc, values)) send_check(m_ch, c, t, run);
       if (timed || !m_p.tolerance.deterministic) continue;
       // The repeat: the second call on the same inputs must match the first bit for bit.
       auto& first = m_first[s];
@@ -395,7 +364,7 @@ private:
         const auto [count, at] = diff(first[k].p, m_snap[k].p, n, w);
         auto c = count ? eval::repeat_verdict(spec, count, at, value_at(first[k].p, cd, at), value_at(m_snap[k].p, cd, at))
                        : eval::repeat_verdict(spec, 0, 0, 0, 0);
-        send_check(std::move(c), t, run, timed);
+        send_check(m_ch, c, t, run);
       }
     }
     m_dev.synchronize();

@@ -88,19 +88,13 @@ int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json
     for (int r = 0; r < rotations; ++r) {
       std::unique_ptr<eval::tensor_set> ts;
       if (shared) {
-        ts = std::make_unique<eval::tensor_set>(dev, p, mapped[r].data(), rng());
+        ts = std::make_unique<eval::tensor_set>(dev, p, mapped[r].data());
       } else {
         ts = std::make_unique<eval::tensor_set>(dev, p, eval::precision::nominal, rng());
         if (kernels) {
-          const auto ins = p.inputs();
-          const auto& c = p.cases[r % p.cases.size()];
-          for (std::size_t k = 0; k < ins.size(); ++k) {
-            const auto& d = c.inputs.at(ins[k]->name);
-            if (kernels->draw_tensor(static_cast<int>(d.kind), d.a, d.b, rotation_seeds[r], k, ins[k]->dtype,
-                                     ts->args().inputs[k].data, nullptr, static_cast<std::uint64_t>(ins[k]->numel()),
-                                     dev.stream()) != 0)
-              KFORGE_THROW(worker, "time worker: drawing inputs on the device failed");
-          }
+          std::vector<void*> dst;
+          for (int k = 0; k < ts->args().num_inputs; ++k) dst.push_back(ts->args().inputs[k].data);
+          eval::draw_case(*kernels, p, p.cases[r % p.cases.size()], rotation_seeds[r], dst, dev.stream());
           dev.synchronize();
         } else {
           ts->upload_inputs(inputs[r]);
@@ -110,7 +104,7 @@ int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json
       s.sets.push_back(std::move(ts));
     }
     if (shared && !extra) {
-      extra = std::make_unique<eval::tensor_set>(dev, p, mapped[rotations].data(), rng());
+      extra = std::make_unique<eval::tensor_set>(dev, p, mapped[rotations].data());
       extra->set_workspace(workspace_size(s.lib, *extra), rng());
     }
   }
@@ -127,10 +121,7 @@ int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json
 
   // A call into a subject's code: a sandbox limit it hits ends this worker (resource_limit).
   auto forward = [&guard](const kernel_library& lib, eval::tensor_set& set) {
-    if (guard) guard->begin_call();
-    const int rc = within_limits("kf_forward", [&] { return lib.forward(&set.args()); });
-    if (guard) guard->end_call();
-    return rc;
+    return call_forward(lib, &set.args(), guard.get());
   };
   bool side_stream_sent = false;
   auto report_side_stream = [&] {

@@ -57,9 +57,7 @@ int run_verify(channel_writer& ch, const problem::problem& p, const nlohmann::js
         int rc = 0;
         std::vector<eval::host_tensor> at_return, settled;
         try {
-          if (guard) guard->begin_call();
-          rc = within_limits("kf_forward", [&] { return k.forward(&ts.args()); });
-          if (guard) guard->end_call();
+          rc = call_forward(k, &ts.args(), guard.get());
           // The call's answer is what its outputs hold once its stream is done (on the CPU: at
           // return). Then the whole device, a pause and the outputs again: work left on
           // another stream or in a thread that outlives the call changes them in between.
@@ -84,28 +82,16 @@ int run_verify(channel_writer& ch, const problem::problem& p, const nlohmann::js
         std::vector<std::string> late;
         for (std::size_t i = 0; i < at_return.size(); ++i)
           if (at_return[i].bytes != settled[i].bytes) late.push_back(p.outputs()[i]->name);
-        ch.send({{"type", "check"}, {"name", "deferred_work"}, {"trial", t.index}, {"run", run}, {"passed", late.empty()},
-                 {"message", late.empty() ? ""
-                                          : fmt::format("output '{}' changed after the call's stream was done: work "
-                                                        "outside args->stream, or a thread that outlives the call",
-                                                        late.front())},
-                 {"detail", {{"changed", late}}}});
+        send_check(ch, deferred_work_check(late), t.index, run);
         if (guard)
           if (auto v = guard->take_violation())
-            ch.send({{"type", "check"}, {"name", "side_stream"}, {"trial", t.index}, {"run", run}, {"passed", false},
-                     {"message", *v}});
-        auto guards = ts.check_guards();
-        ch.send({{"type", "check"}, {"name", "guard"}, {"trial", t.index}, {"run", run}, {"passed", guards.empty()},
-                 {"message", guards.empty() ? "" : "out-of-bounds write: " + guards.front()},
-                 {"detail", {{"violations", guards}}}});
+            send_check(ch, {.name = "side_stream", .passed = false, .message = *v}, t.index, run);
+        send_check(ch, guard_check(ts.check_guards()), t.index, run);
         const auto after = ts.download_inputs();
         std::vector<std::string> changed;
         for (std::size_t i = 0; i < after.size(); ++i)
           if (after[i].bytes != inputs[i].bytes) changed.push_back(p.inputs()[i]->name);
-        ch.send({{"type", "check"}, {"name", "inputs_modified"}, {"trial", t.index}, {"run", run},
-                 {"passed", changed.empty()},
-                 {"message", changed.empty() ? "" : fmt::format("the candidate changed input '{}'", changed.front())},
-                 {"detail", {{"changed", changed}}}});
+        send_check(ch, inputs_modified_check(changed), t.index, run);
         if (!changed.empty()) ts.upload_inputs(inputs); // the repeat must see identical inputs
         send_outputs(ch, at_return, "candidate", t.index, run);
       }

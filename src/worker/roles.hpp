@@ -12,6 +12,7 @@
 //   role_calibrate.cpp  the device's ceilings
 #include "device/backend.hpp"
 #include "eval/buffers.hpp"
+#include "eval/result.hpp"
 #include "problem/problem.hpp"
 #include "worker/kernel_library.hpp"
 #include "worker/protocol.hpp"
@@ -66,6 +67,23 @@ template <class F> auto within_limits(const char* where, F&& call) -> decltype(c
         fmt::format("process/thread limit: a thread or process could not be created in {} ({})", where, e.what()));
   }
 }
+
+class launch_guard;
+
+/// kf_forward in the call's scope: with `guard` (may be null) the launches it makes are the
+/// candidate's (launch_guard.hpp), until it returns or throws; a sandbox limit it hits is a
+/// resource_limit_hit (within_limits).
+int call_forward(const kernel_library& k, kf_args* args, launch_guard* guard);
+
+/// A check as a "check" frame of trial t's call `run`.
+void send_check(channel_writer& ch, const eval::check_result& c, int trial, int run);
+
+/// The checks a candidate's call gets wherever its buffers are read (role_verify on the host
+/// path, role_judge on the GPU path), from what was found: the outputs that changed after the
+/// call's stream was done, the guards overwritten, the inputs changed.
+[[nodiscard]] eval::check_result deferred_work_check(const std::vector<std::string>& late);
+[[nodiscard]] eval::check_result guard_check(const std::vector<std::string>& violations);
+[[nodiscard]] eval::check_result inputs_modified_check(const std::vector<std::string>& changed);
 
 /// The job's reference and oracle (libraries.reference, libraries.oracle); nothing, once an
 /// "error" frame (load_failed) has said why, when one of them does not load.

@@ -45,6 +45,10 @@ struct recorder {
   }
 };
 
+/// A "check" frame (a worker's or the judge's) as the check it reports, its case named from
+/// the evaluation's trials.
+[[nodiscard]] eval::check_result check_of(const nlohmann::json& header, const nlohmann::json& trials);
+
 /// An "output" frame's tensor. Takes the payload: tensors of gigabytes are moved, never copied.
 [[nodiscard]] eval::host_tensor tensor_of(message& m);
 

@@ -76,6 +76,46 @@ eval::sampler remote(worker_session& w, const std::string& name) {
           }};
 }
 
+// The trusted worker's subjects: the reference (unless [torch]) and every baseline.
+nlohmann::json trusted_subjects(const problem::problem& p, const role_artifacts& builds) {
+  nlohmann::json trusted = nlohmann::json::array();
+  if (!p.torch) trusted.push_back({{"name", "reference"}, {"library", builds.reference.library.string()}});
+  for (std::size_t i = 0; i < builds.baselines.size(); ++i)
+    trusted.push_back({{"name", p.baselines[i].name}, {"library", builds.baselines[i].library.string()}});
+  return trusted;
+}
+
+// The "timing" part of both timing workers' jobs: the same seed gives both the same inputs.
+nlohmann::json timing_params(const problem::problem& p, std::uint64_t seed) {
+  return {{"seed", seed}, {"rotations", rotations}, {"warmup", warmup}, {"min_samples", p.eval.min_samples}};
+}
+
+// A timing worker's "error" frame as the failed check it is (`who`: which worker, for the message).
+std::optional<eval::check_result> timing_error(const message& m, const char* who) {
+  if (m.header["type"] != "error") return std::nullopt;
+  return eval::check_result{.name = m.header.value("reason", "load_failed"), .passed = false,
+                            .message = fmt::format("during timing{}: {}", who, m.header.value("message", ""))};
+}
+
+struct interleaved {
+  bool complete = false; // both workers were ready and answered every sample asked of them
+  std::vector<eval::timing_samples> results;
+};
+// Samples until the stopping rule holds, once both workers are ready.
+interleaved sample_both(worker_session& cand, worker_session* ref, const std::vector<eval::sampler>& samplers,
+                        const problem::problem& p, double budget_s) {
+  interleaved out;
+  const eval::timing_config cfg{.budget_s = budget_s, .warmup = warmup, .min_samples = p.eval.min_samples,
+                                .max_samples = p.eval.max_samples, .target_rel_ci = p.eval.target_rel_ci};
+  out.complete = cand.wait_for("ready").has_value() && (!ref || ref->wait_for("ready").has_value());
+  if (out.complete) try {
+      out.results = eval::interleave(samplers, cfg);
+    } catch (const worker_stopped&) {
+      out.complete = false; // its outcome says why
+    }
+  return out;
+}
+
 // Records each subject's summary, or its failure; @return whether a call failed.
 bool record_results(const std::vector<eval::timing_samples>& results, const problem::problem& p, recorder& rec) {
   bool failed = false;
@@ -115,12 +155,8 @@ std::map<output_key, eval::host_tensor> time_subjects(const worker_context& ctx,
   // the baselines in the other, which never loads candidate code, so that nothing the
   // candidate does in its process (patching their code, their data, their clock) reaches
   // them. The same seed gives both the same inputs.
-  nlohmann::json trusted = nlohmann::json::array();
-  if (!p.torch) trusted.push_back({{"name", "reference"}, {"library", builds.reference.library.string()}});
-  for (std::size_t i = 0; i < builds.baselines.size(); ++i)
-    trusted.push_back({{"name", p.baselines[i].name}, {"library", builds.baselines[i].library.string()}});
-  const nlohmann::json timing{{"seed", seed}, {"rotations", rotations}, {"warmup", warmup},
-                              {"min_samples", p.eval.min_samples}};
+  const auto trusted = trusted_subjects(p, builds);
+  const auto timing = timing_params(p, seed);
   const auto job = [&](const char* role, nlohmann::json subjects, nlohmann::json re) {
     return nlohmann::json{{"role", role},       {"problem", p.dir.string()}, {"device", ctx.device},
                           {"subjects", subjects}, {"timing", timing},         {"rechecks", re}};
@@ -128,9 +164,7 @@ std::map<output_key, eval::host_tensor> time_subjects(const worker_context& ctx,
   std::map<output_key, eval::host_tensor> timed_out;
   auto errors_become_checks = [&rec](const char* who) {
     return [&rec, who](message& m) {
-      if (m.header["type"] == "error")
-        rec.check({.name = m.header.value("reason", "load_failed"), .passed = false,
-                   .message = fmt::format("during timing{}: {}", who, m.header.value("message", ""))});
+      if (auto c = timing_error(m, who)) rec.check(std::move(*c));
     };
   };
   const double step_s = ctx.timeout_s + 4 * budget_s;
@@ -154,15 +188,7 @@ std::map<output_key, eval::host_tensor> time_subjects(const worker_context& ctx,
 
   std::vector<eval::sampler> samplers{remote(cand, "candidate")};
   for (auto& s : trusted) samplers.push_back(remote(*ref, s["name"]));
-  eval::timing_config cfg{.budget_s = budget_s, .warmup = warmup, .min_samples = p.eval.min_samples,
-                          .max_samples = p.eval.max_samples, .target_rel_ci = p.eval.target_rel_ci};
-  bool complete = cand.wait_for("ready").has_value() && (!ref || ref->wait_for("ready").has_value());
-  std::vector<eval::timing_samples> results;
-  if (complete) try {
-      results = eval::interleave(samplers, cfg);
-    } catch (const worker_stopped&) {
-      complete = false; // its outcome says why
-    }
+  const auto [complete, results] = sample_both(cand, ref ? &*ref : nullptr, samplers, p, budget_s);
   const bool failed = record_results(results, p, rec) || !complete;
   if (complete) cand.send({{"cmd", "finish"}, {"rechecks", !failed}});
   const auto c_end = cand.finish();
@@ -211,11 +237,10 @@ struct device_timing::state {
   state(const worker_context& c, device_judge& d, double b, std::uint64_t s) : ctx(c), dj(d), budget_s(b), seed(s) {}
   message_sink errors(const char* who) {
     return [this, who](message& m) {
-      if (m.header["type"] != "error") return;
-      eval::check_result c{.name = m.header.value("reason", "load_failed"), .passed = false,
-                           .message = fmt::format("during timing{}: {}", who, m.header.value("message", ""))};
-      if (rec) rec->check(std::move(c));
-      else early_errors.push_back(std::move(c));
+      auto c = timing_error(m, who);
+      if (!c) return;
+      if (rec) rec->check(std::move(*c));
+      else early_errors.push_back(std::move(*c));
     };
   }
 };
@@ -224,11 +249,8 @@ device_timing::device_timing(const worker_context& ctx, const role_artifacts& bu
                              std::uint64_t seed)
     : m(std::make_unique<state>(ctx, dj, budget_s, seed)) {
   const auto& p = ctx.p;
-  m->trusted.push_back({{"name", "reference"}, {"library", builds.reference.library.string()}});
-  for (std::size_t i = 0; i < builds.baselines.size(); ++i)
-    m->trusted.push_back({{"name", p.baselines[i].name}, {"library", builds.baselines[i].library.string()}});
-  const nlohmann::json timing{{"seed", seed}, {"rotations", rotations}, {"warmup", warmup},
-                              {"min_samples", p.eval.min_samples}};
+  m->trusted = trusted_subjects(p, builds); // never [torch]: device_path_refused
+  const auto timing = timing_params(p, seed);
   // The rotations' inputs: the judge draws them into sets 1..rotations as the trusted worker
   // draws its own (the first draws of the timing seed), so both time like with like.
   std::mt19937_64 seeds(seed);
@@ -293,17 +315,12 @@ void device_timing::run(const nlohmann::json& rechecks, recorder& rec) {
   std::mt19937_64 pick(S.seed ^ 0x7265636865636bull);
   const int early_call = rechecks.empty() ? -1 : static_cast<int>(pick() % (warmup + p.eval.min_samples));
   int candidate_calls = 0;
-  auto sample_of = [](const std::optional<nlohmann::json>& msg) {
-    if (!msg) throw worker_stopped{};
-    return eval::sample{msg->value("seconds", 0.0), msg->value("rc", -1)};
-  };
+  const auto plain = remote(cand, "candidate");
   eval::sampler cand_sampler{"candidate", rotations, [&](int r) {
                                const bool recheck = candidate_calls++ == early_call;
                                const int t = recheck ? rechecks[0]["trial"].get<int>() : -1;
                                if (recheck) with_candidate_stopped([&] { dj.load(1 + r, t); });
-                               if (!cand.send({{"cmd", "sample"}, {"subject", "candidate"}, {"rotation", r}}))
-                                 throw worker_stopped{};
-                               const auto got = sample_of(cand.wait_for("sample"));
+                               const auto got = plain.take(r);
                                if (recheck && got.rc == 0) dj.snapshot(1 + r);
                                if (recheck)
                                  with_candidate_stopped([&] {
@@ -314,15 +331,7 @@ void device_timing::run(const nlohmann::json& rechecks, recorder& rec) {
                              }};
   std::vector<eval::sampler> samplers{cand_sampler};
   for (auto& s : S.trusted) samplers.push_back(remote(ref, s["name"]));
-  eval::timing_config cfg{.budget_s = S.budget_s, .warmup = warmup, .min_samples = p.eval.min_samples,
-                          .max_samples = p.eval.max_samples, .target_rel_ci = p.eval.target_rel_ci};
-  bool complete = cand.wait_for("ready").has_value() && ref.wait_for("ready").has_value();
-  std::vector<eval::timing_samples> results;
-  if (complete) try {
-      results = eval::interleave(samplers, cfg);
-    } catch (const worker_stopped&) {
-      complete = false;
-    }
+  const auto [complete, results] = sample_both(cand, &ref, samplers, p, S.budget_s);
   const bool failed = record_results(results, p, rec) || !complete;
   // After sampling: a timed call in rotation 0's set and one in the set never timed before.
   if (complete && !failed && rechecks.size() >= 3)

@@ -6,6 +6,7 @@
 #include "eval/buffers.hpp"
 #include "eval/compare.hpp"
 #include "eval/inputs.hpp"
+#include "scan_data.hpp"
 #include "test_util.hpp"
 
 #include <gtest/gtest.h>
@@ -48,7 +49,7 @@ TEST(shared_sets, a_tensor_set_over_a_shared_set_points_into_it_and_copies_its_a
   auto dev = device::make_backend(problem::backend_kind::cpu);
   const auto l = eval::shared_set_layout(p);
   std::vector<std::uint8_t> set(l.bytes, 0xAB); // the "shared" memory: here, plain host memory
-  eval::tensor_set ts(*dev, p, set.data(), 1);
+  eval::tensor_set ts(*dev, p, set.data());
   ts.set_workspace(64, 2);
   for (std::size_t k = 0; k < l.inputs.size(); ++k) EXPECT_EQ(ts.args().inputs[k].data, set.data() + l.inputs[k]);
   for (std::size_t k = 0; k < l.outputs.size(); ++k) EXPECT_EQ(ts.args().outputs[k].data, set.data() + l.outputs[k]);
@@ -67,16 +68,8 @@ TEST(shared_sets, partial_scans_combine_in_any_order_to_the_sequential_scan) {
   problem::tensor_spec spec{.name = "y", .dtype = KF_F32, .shape = {1 << 14}};
   problem::tolerance_spec tol;
   const auto n = static_cast<std::size_t>(spec.numel());
+  auto [o, r, c] = test::normal_outputs(n, 3, 0);
   std::mt19937_64 rng(3);
-  std::normal_distribution<double> g;
-  eval::host_tensor o{KF_F64, std::vector<std::uint8_t>(n * 8)}, r{KF_F32, std::vector<std::uint8_t>(n * 4)},
-      c{KF_F32, std::vector<std::uint8_t>(n * 4)};
-  for (std::size_t i = 0; i < n; ++i) {
-    const double x = g(rng);
-    store_from_double(o.bytes.data(), KF_F64, i, x);
-    store_from_double(r.bytes.data(), KF_F32, i, x);
-    store_from_double(c.bytes.data(), KF_F32, i, x);
-  }
   for (std::size_t i : {std::size_t{9000}, std::size_t{300}}) { // two equal worst errors: the lower index is named
     store_from_double(o.bytes.data(), KF_F64, i, 0.5);
     store_from_double(r.bytes.data(), KF_F32, i, 0.5);

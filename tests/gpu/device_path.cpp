@@ -9,6 +9,7 @@
 #include "eval/device_kernels.hpp"
 #include "eval/inputs.hpp"
 #include "problem/distribution.hpp"
+#include "scan_data.hpp"
 #include "test_util.hpp"
 #include "worker/evaluate.hpp"
 
@@ -70,16 +71,7 @@ TEST(gpu_device_path, the_judges_scan_finds_what_the_host_scan_finds) {
   const auto p = softmax_small();
   const auto& spec = *p.outputs()[0];
   const auto n = static_cast<std::size_t>(spec.numel());
-  std::mt19937_64 rng(7);
-  std::normal_distribution<double> g;
-  eval::host_tensor o{KF_F64, std::vector<std::uint8_t>(n * 8)}, r{KF_F32, std::vector<std::uint8_t>(n * 4)},
-      c{KF_F32, std::vector<std::uint8_t>(n * 4)};
-  for (std::size_t i = 0; i < n; ++i) {
-    const double x = g(rng);
-    store_from_double(o.bytes.data(), KF_F64, i, x);
-    store_from_double(r.bytes.data(), KF_F32, i, x);
-    store_from_double(c.bytes.data(), KF_F32, i, x * (1 + 1e-6 * g(rng)));
-  }
+  auto [o, r, c] = test::normal_outputs(n, 7, 1e-6);
   // Unwritten elements, NaN where the oracle is finite, an Inf that agrees, two equal worst errors.
   for (std::size_t i : {n / 3, n / 3 + 1, n - 1}) std::memset(c.bytes.data() + i * 4, 0xFF, 4);
   store_from_double(c.bytes.data(), KF_F32, 1000, NAN);
