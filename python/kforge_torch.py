@@ -10,6 +10,10 @@ Commands (the request and answer are JSON; tensors cross in safetensors files):
             inputs, parameters, buffers and outputs are, and its FLOPs
   run       the module on each trial's inputs at the problem's dtype (the reference) and
             in float64 (the oracle)
+  map, run_shared, unmap   (serve only) the GPU-resident path: GPU memory an evaluation's
+            judge shares by file descriptor (CUDA VMM; the fd arrives on descriptor 4) is
+            mapped once; run_shared runs the module on the inputs there and writes its outputs
+            there; unmap lets it go. No tensor crosses the host.
   time      eager, torch.compile and (for the parity check) a kforge kernel library, timed
             with kforge's protocol (src/eval/timer.cpp): CUDA events on the current stream,
             a device-wide sync on both sides of the call, the L2 scrubbed before every
@@ -27,6 +31,7 @@ import inspect
 import json
 import math
 import os
+import socket
 import struct
 import sys
 import time
@@ -313,6 +318,149 @@ def cmd_run(req):
 
 
 # ---------------------------------------------------------------------------------------
+# the GPU-resident path: memory shared by the evaluation's judge (src/bridge/torch_device.hpp)
+
+class _CuMemLocation(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_int), ("id", ctypes.c_int)]
+
+
+class _CuMemAccessDesc(ctypes.Structure):
+    _fields_ = [("location", _CuMemLocation), ("flags", ctypes.c_int)]
+
+
+_CU_POSIX_FD = 1             # CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+_CU_LOCATION_DEVICE = 1      # CU_MEM_LOCATION_TYPE_DEVICE
+_CU_ACCESS_READWRITE = 3     # CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+
+
+class _ByteArray:
+    """Device bytes as __cuda_array_interface__, for torch.as_tensor (no copy)."""
+
+    def __init__(self, ptr, n):
+        self.__cuda_array_interface__ = {"shape": (n,), "typestr": "|u1", "data": (ptr, False), "version": 3,
+                                         "strides": None}
+
+
+class SharedMemory:
+    """An allocation another process exported as a POSIX fd, mapped read-write here."""
+
+    def __init__(self, fd, size, ordinal):
+        cu = ctypes.CDLL("libcuda.so.1")
+        self.cu, self.size = cu, size
+        self.handle, self.ptr = ctypes.c_ulonglong(0), ctypes.c_ulonglong(0)
+        self._check(cu.cuMemImportFromShareableHandle(ctypes.byref(self.handle), ctypes.c_void_p(fd),
+                                                      ctypes.c_int(_CU_POSIX_FD)), "cuMemImportFromShareableHandle")
+        try:
+            self._check(cu.cuMemAddressReserve(ctypes.byref(self.ptr), ctypes.c_size_t(size), ctypes.c_size_t(0),
+                                               ctypes.c_ulonglong(0), ctypes.c_ulonglong(0)), "cuMemAddressReserve")
+            self._check(cu.cuMemMap(self.ptr, ctypes.c_size_t(size), ctypes.c_size_t(0), self.handle,
+                                    ctypes.c_ulonglong(0)), "cuMemMap")
+            desc = _CuMemAccessDesc(_CuMemLocation(_CU_LOCATION_DEVICE, ordinal), _CU_ACCESS_READWRITE)
+            self._check(cu.cuMemSetAccess(self.ptr, ctypes.c_size_t(size), ctypes.byref(desc), ctypes.c_size_t(1)),
+                        "cuMemSetAccess")
+        except Exception:
+            self.close()
+            raise
+        self.bytes = torch.as_tensor(_ByteArray(self.ptr.value, size), device=f"cuda:{ordinal}")
+        if self.bytes.data_ptr() != self.ptr.value:
+            raise RuntimeError("torch copied the shared memory instead of viewing it")
+
+    def _check(self, rc, what):
+        if rc != 0:
+            msg = ctypes.c_char_p()
+            self.cu.cuGetErrorString(ctypes.c_int(rc), ctypes.byref(msg))
+            raise RuntimeError(f"{what}: {msg.value.decode() if msg.value else rc}")
+
+    def tensor(self, offset, dtype, shape):
+        n = math.prod(shape) * torch.empty(0, dtype=dtype).element_size()
+        if offset < 0 or offset + n > self.size:
+            raise RuntimeError(f"a view of {n} bytes at {offset} is outside the shared {self.size} bytes")
+        return self.bytes[offset:offset + n].view(dtype).view(shape)
+
+    def close(self):
+        self.bytes = None
+        if self.ptr.value:
+            self.cu.cuMemUnmap(self.ptr, ctypes.c_size_t(self.size))
+            self.cu.cuMemAddressFree(self.ptr, ctypes.c_size_t(self.size))
+            self.ptr = ctypes.c_ulonglong(0)
+        if self.handle.value:
+            self.cu.cuMemRelease(self.handle)
+            self.handle = ctypes.c_ulonglong(0)
+
+
+_FD_SOCKET = None  # descriptor 4 in serve mode: where the C++ side sends file descriptors
+_SHARED = {}       # "memory": SharedMemory, "models": {dtype: module} (one evaluation's)
+
+
+def cmd_map(req):
+    global _FD_SOCKET
+    if _FD_SOCKET is None:
+        _FD_SOCKET = socket.socket(fileno=4)
+    _, fds, _, _ = socket.recv_fds(_FD_SOCKET, 4096, 4)
+    if len(fds) != 1:
+        for fd in fds:
+            os.close(fd)
+        raise RuntimeError(f"expected one descriptor, got {len(fds)}")
+    try:
+        cmd_unmap({})
+        dev = torch.device(req["device"])
+        if dev.type != "cuda" or not torch.cuda.is_available():
+            raise RuntimeError(f"this torch ({torch.__version__}) cannot use CUDA, so it cannot map GPU memory")
+        torch.cuda.set_device(dev)
+        torch.empty(1, device=dev)  # the primary context, current on this thread
+        _SHARED["memory"] = SharedMemory(fds[0], int(req["bytes"]), dev.index or 0)
+        _SHARED["models"] = {}
+    finally:
+        os.close(fds[0])
+    return {"device_name": torch.cuda.get_device_name(dev), "torch_version": torch.__version__}
+
+
+def cmd_unmap(req):
+    mem = _SHARED.pop("memory", None)
+    _SHARED.pop("models", None)
+    if mem is not None:
+        torch.cuda.synchronize()
+        mem.close()
+    return {}
+
+
+def cmd_run_shared(req):
+    """The module on the shared inputs, outputs written in place (cmd_run, without files)."""
+    honest_fp32()
+    mem = _SHARED.get("memory")
+    if mem is None:
+        raise RuntimeError("run_shared before map")
+    b = Bridge(req)
+    dev = req["device"]
+    views = {v["key"]: mem.tensor(int(v["offset"]), KF_NAMES[v["dtype"]], v["shape"]) for v in req["views"]}
+    inputs = {k[3:]: t for k, t in views.items() if k.startswith("in/")}
+    models = _SHARED["models"]  # built once per mapping: the parameters are reloaded every run
+    if "reference" not in models:
+        models["reference"] = b.model(dev, None if b.dtype == torch.float32 else b.dtype)
+        models["oracle"] = b.model(dev, torch.float64)
+    trial = int(req.get("trial", 0))
+    for label, widen in (("reference", False), ("oracle", True)):
+        m = models[label]
+        b.load_state(m, inputs, "", dev)
+        # Its own copies: a module that writes to its inputs must not change the next run's.
+        args = [x.double() if widen and x.is_floating_point() else x.clone() for x in b.args(inputs, "", dev, False)]
+        torch.manual_seed(trial)  # a module that draws (dropout) draws the same in both
+        with torch.no_grad():
+            ys = as_outputs(m(*args))
+        if len(ys) != len(b.outputs):
+            raise RuntimeError(f"forward() returned {len(ys)} tensors; the problem declares {len(b.outputs)}")
+        for spec, y in zip(b.outputs, ys):
+            dst = views[f"{label}/{spec['name']}"]
+            if y.numel() != dst.numel():
+                raise RuntimeError(f"output '{spec['name']}' of the module has shape {list(y.shape)}; the problem "
+                                   f"declares {list(dst.shape)}")
+            dst.copy_(y.detach().reshape(dst.shape))
+        del args, ys
+    torch.cuda.synchronize(dev)
+    return {"device_name": torch.cuda.get_device_name(dev)}
+
+
+# ---------------------------------------------------------------------------------------
 # timing, kforge's protocol
 
 def median_ci_rel(s):
@@ -519,7 +667,8 @@ def cmd_time(req):
                          for n in [s["name"] for s in req["subjects"]]]}
 
 
-COMMANDS = {"probe": cmd_probe, "describe": cmd_describe, "run": cmd_run, "time": cmd_time}
+COMMANDS = {"probe": cmd_probe, "describe": cmd_describe, "run": cmd_run, "time": cmd_time,
+            "map": cmd_map, "run_shared": cmd_run_shared, "unmap": cmd_unmap}
 
 
 def run_one(command, request_path, answer_path):

@@ -1,6 +1,7 @@
 #include "bridge/helper_process.hpp"
 
 #include "core/error.hpp"
+#include "core/fd_passing.hpp"
 #include "core/subprocess.hpp"
 
 #include <fcntl.h>
@@ -20,18 +21,21 @@ constexpr std::size_t output_keep = 16 * 1024;
 
 helper_process::helper_process(const std::vector<std::string>& argv) {
   KFORGE_ASSERT(!argv.empty());
-  int in[2], ans[2], out[2];
+  int in[2], ans[2], out[2], sv[2];
   if (::pipe2(in, O_CLOEXEC) || ::pipe2(ans, O_CLOEXEC) || ::pipe2(out, O_CLOEXEC))
     KFORGE_THROW(internal, "pipe: {}", std::strerror(errno));
+  make_fd_socket(sv);
   try {
-    m_pid = spawn_in_own_group(argv, {{in[0], 0}, {out[1], 1}, {out[1], 2}, {ans[1], 3}});
+    m_pid = spawn_in_own_group(argv, {{in[0], 0}, {out[1], 1}, {out[1], 2}, {ans[1], 3}, {sv[1], 4}});
   } catch (...) {
-    for (int fd : {in[0], in[1], ans[0], ans[1], out[0], out[1]}) ::close(fd);
+    for (int fd : {in[0], in[1], ans[0], ans[1], out[0], out[1], sv[0], sv[1]}) ::close(fd);
     throw;
   }
   ::close(in[0]);
   ::close(ans[1]);
   ::close(out[1]);
+  ::close(sv[1]);
+  m_fds = sv[0];
   m_in = in[1];
   m_answer = ans[0];
   m_out = out[0];
@@ -53,8 +57,13 @@ helper_process::~helper_process() {
     }
     if (m_ended.empty()) kill_and_reap("stopped");
   }
-  for (int fd : {m_in, m_answer, m_out})
+  for (int fd : {m_in, m_answer, m_out, m_fds})
     if (fd >= 0) ::close(fd);
+}
+
+void helper_process::send_fd(const std::string& label, int fd) {
+  if (!alive()) KFORGE_THROW(worker, "the PyTorch helper has ended ({})", m_ended);
+  send_fds(m_fds, label, {fd});
 }
 
 void helper_process::drain_output() {

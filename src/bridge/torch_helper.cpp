@@ -81,65 +81,50 @@ struct helper_run {
   std::string output;     // what it printed meanwhile
 };
 
-helper_run run_persistent(const std::string& python, std::string_view command, const fs::path& req,
-                          const fs::path& ans, double timeout_s) {
-  std::unique_ptr<helper_process> h;
+std::unique_ptr<helper_process> take_helper(const std::string& python) {
   {
     std::lock_guard lock(pool().mutex);
     if (!pool().idle.empty()) {
-      h = std::move(pool().idle.back());
+      auto h = std::move(pool().idle.back());
       pool().idle.pop_back();
+      return h;
     }
   }
-  if (!h) h = std::make_unique<helper_process>(std::vector<std::string>{python, helper_script().string(), "serve"});
-  h->clear_output();
-  const nlohmann::json line{{"command", command}, {"request_file", req.string()}, {"answer_file", ans.string()}};
-  auto answer = h->exchange(line.dump() + "\n", timeout_s);
-  helper_run r{.output = h->output_tail()};
-  if (!answer) {
-    r.how = h->ended();
-    r.timed_out = r.how.rfind("timed out", 0) == 0;
-    r.ended = !r.timed_out;
-    return r; // the helper is gone: not put back
-  }
+  return std::make_unique<helper_process>(std::vector<std::string>{python, helper_script().string(), "serve"});
+}
+
+void give_back(std::unique_ptr<helper_process> h) {
+  if (!h || !h->alive()) return; // a helper that timed out or died is never reused
   std::lock_guard lock(pool().mutex);
   pool().idle.push_back(std::move(h));
+}
+
+helper_run exchange_files(helper_process& h, std::string_view command, const fs::path& req, const fs::path& ans,
+                          double timeout_s) {
+  h.clear_output();
+  const nlohmann::json line{{"command", command}, {"request_file", req.string()}, {"answer_file", ans.string()}};
+  auto answer = h.exchange(line.dump() + "\n", timeout_s);
+  helper_run r{.output = h.output_tail()};
+  if (!answer) {
+    r.how = h.ended();
+    r.timed_out = r.how.rfind("timed out", 0) == 0;
+    r.ended = !r.timed_out;
+  }
   return r;
 }
 
-} // namespace
-
-void warm_helper() noexcept {
-  try {
-    if (!persistent()) return;
-    {
-      std::lock_guard lock(pool().mutex);
-      if (!pool().idle.empty()) return;
-    }
-    (void)call_helper("probe", {{"light", true}}, 300); // its helper goes back to the pool
-  } catch (...) {
-  }
-}
-
-nlohmann::json call_helper(std::string_view command, const nlohmann::json& request, double timeout_s) {
-  // No probe first (it costs an import of torch); a missing torch shows in the answer.
-  const std::string python = find_python();
-  if (python.empty()) KFORGE_THROW(usage, "the PyTorch bridge needs python3 (none on PATH; or set KFORGE_PYTHON)");
+// One command through request and answer files: `run` makes the call. The answer, or an
+// error a user can act on.
+template <class Run>
+nlohmann::json call_with(const std::string& python, std::string_view command, const nlohmann::json& request,
+                         double timeout_s, Run&& run_it) {
   nlohmann::json answer;
   helper_run run;
   {
     const scratch_dir dir(command);
     const auto req = dir / "request.json", ans = dir / "answer.json";
     write_file_atomic(req, request.dump());
-    if (persistent()) {
-      run = run_persistent(python, command, req, ans, timeout_s);
-    } else {
-      auto r = run_command({python, helper_script().string(), std::string(command), req.string(), ans.string()},
-                           timeout_s);
-      run = {.timed_out = r.timed_out, .ended = !r.timed_out && !r.ok(),
-             .how = r.signaled ? fmt::format("signal {}", r.signal) : fmt::format("exit code {}", r.exit_code),
-             .output = r.output};
-    }
+    run = run_it(req, ans);
     std::error_code ec;
     if (fs::exists(ans, ec)) answer = nlohmann::json::parse(read_file(ans), nullptr, false);
   }
@@ -158,6 +143,63 @@ nlohmann::json call_helper(std::string_view command, const nlohmann::json& reque
                  run.output.empty() ? "" : ":\n" + tail());
   return answer;
 }
+
+std::string require_python() {
+  std::string python = find_python();
+  if (python.empty()) KFORGE_THROW(usage, "the PyTorch bridge needs python3 (none on PATH; or set KFORGE_PYTHON)");
+  return python;
+}
+
+} // namespace
+
+void warm_helper() noexcept {
+  try {
+    if (!persistent()) return;
+    {
+      std::lock_guard lock(pool().mutex);
+      if (!pool().idle.empty()) return;
+    }
+    (void)call_helper("probe", {{"light", true}}, 300); // its helper goes back to the pool
+  } catch (...) {
+  }
+}
+
+nlohmann::json call_helper(std::string_view command, const nlohmann::json& request, double timeout_s) {
+  // No probe first (it costs an import of torch); a missing torch shows in the answer.
+  const std::string python = require_python();
+  return call_with(python, command, request, timeout_s, [&](const fs::path& req, const fs::path& ans) {
+    if (persistent()) {
+      auto h = take_helper(python);
+      auto r = exchange_files(*h, command, req, ans, timeout_s);
+      give_back(std::move(h));
+      return r;
+    }
+    auto r = run_command({python, helper_script().string(), std::string(command), req.string(), ans.string()}, timeout_s);
+    return helper_run{.timed_out = r.timed_out, .ended = !r.timed_out && !r.ok(),
+                      .how = r.signaled ? fmt::format("signal {}", r.signal) : fmt::format("exit code {}", r.exit_code),
+                      .output = r.output};
+  });
+}
+
+held_helper::held_helper() : m_python(require_python()) {
+  if (!persistent()) KFORGE_THROW(usage, "KFORGE_TORCH_ONESHOT is set: no helper can be held between calls");
+  m_h = take_helper(m_python);
+}
+
+held_helper::~held_helper() { give_back(std::move(m_h)); }
+
+nlohmann::json held_helper::call(std::string_view command, const nlohmann::json& request, double timeout_s) {
+  if (!m_h) KFORGE_THROW(worker, "the PyTorch helper was retired");
+  return call_with(m_python, command, request, timeout_s,
+                   [&](const fs::path& req, const fs::path& ans) { return exchange_files(*m_h, command, req, ans, timeout_s); });
+}
+
+void held_helper::send_fd(const std::string& label, int fd) {
+  if (!m_h) KFORGE_THROW(worker, "the PyTorch helper was retired");
+  m_h->send_fd(label, fd);
+}
+
+void held_helper::retire() { m_h.reset(); }
 
 const torch_status& torch_probe() {
   static std::once_flag once;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -36,6 +37,30 @@ const torch_status& require_torch(std::string_view what);
 /// @throws kforge::error (problem) with the helper's message and the tail of what the
 ///         Python side printed, when it fails, times out or answers nothing.
 [[nodiscard]] nlohmann::json call_helper(std::string_view command, const nlohmann::json& request, double timeout_s);
+
+class helper_process;
+
+/// One persistent helper held by its owner alone until destroyed, then put back in the pool
+/// when it still answers: for calls that keep state in the helper between them (GPU memory
+/// it mapped, bridge/torch_device.hpp).
+class held_helper {
+public:
+  /// @throws kforge::error (usage) without python, or with KFORGE_TORCH_ONESHOT set
+  held_helper();
+  ~held_helper();
+  held_helper(const held_helper&) = delete;
+  held_helper& operator=(const held_helper&) = delete;
+  /// As call_helper(), on this helper.
+  [[nodiscard]] nlohmann::json call(std::string_view command, const nlohmann::json& request, double timeout_s);
+  /// Hands the helper a descriptor (it stays open here); its next command takes it.
+  void send_fd(const std::string& label, int fd);
+  /// Ends the helper instead of putting it back (its state cannot be trusted any more).
+  void retire();
+
+private:
+  std::string m_python;
+  std::unique_ptr<helper_process> m_h;
+};
 
 /// Starts a persistent helper and lets it import torch, so that the next call finds it
 /// ready: evaluate() runs this beside the candidate's build. Never throws (a helper that

@@ -9,6 +9,8 @@
 #include "eval/inputs.hpp"
 #include "search/record.hpp"
 #include "core/dtype.hpp"
+#include "device/backend.hpp"
+#include "worker/module_check.hpp"
 #include "worker/screen.hpp"
 
 #include <fmt/format.h>
@@ -52,30 +54,39 @@ nlohmann::json problem_summary(const problem::problem& p) {
           {"seed", p.seed ? nlohmann::json(p.seed->string()) : nlohmann::json()}};
 }
 
-// The module on one trial per case (nominal and float64), through the bridge.
+// The module on one trial per case (nominal and float64): on the GPU-resident path where it
+// is available (worker/module_check.hpp), else through the bridge's files.
 search::recorded_evaluation torch_reference_check(const problem::problem& p, const worker::evaluate_options& eo) {
   const auto& t = bridge::require_torch("checking a [torch] problem");
   std::mt19937_64 rng(eo.seed ? *eo.seed : std::random_device{}());
-  std::vector<std::pair<int, std::vector<eval::host_tensor>>> trials;
-  for (std::size_t c = 0; c < p.cases.size(); ++c)
-    trials.emplace_back(static_cast<int>(c), eval::make_inputs(p, p.cases[c], rng(), eval::precision::nominal));
-  auto truth = bridge::torch_truth(p, std::move(trials), eo.device, p.eval.timeout_s * 4);
   search::recorded_evaluation r;
+  std::string device, why;
+  if (auto errors = worker::module_errors_on_device(p, eo.device, rng(), eo.worker_exe, why)) {
+    r.result.reference_errors = std::move(*errors);
+    device = device::describe_device(p.backend, eo.device);
+  } else {
+    std::vector<std::pair<int, std::vector<eval::host_tensor>>> trials;
+    for (std::size_t c = 0; c < p.cases.size(); ++c)
+      trials.emplace_back(static_cast<int>(c), eval::make_inputs(p, p.cases[c], rng(), eval::precision::nominal));
+    auto truth = bridge::torch_truth(p, std::move(trials), eo.device, p.eval.timeout_s * 4);
+    device = truth.device;
+    const auto outs = p.outputs();
+    for (std::size_t c = 0; c < p.cases.size(); ++c)
+      for (std::size_t k = 0; k < outs.size(); ++k)
+        r.result.reference_errors.push_back(
+            {p.cases[c].name, outs[k]->name,
+             eval::measure_reference_error(*outs[k], truth.oracle.at({static_cast<int>(c), k}),
+                                           truth.reference.at({static_cast<int>(c), k}))});
+  }
   r.result.status = "passed";
-  const auto outs = p.outputs();
   double worst = 0;
-  for (std::size_t c = 0; c < p.cases.size(); ++c)
-    for (std::size_t k = 0; k < outs.size(); ++k) {
-      auto e = eval::measure_reference_error(*outs[k], truth.oracle.at({static_cast<int>(c), k}),
-                                             truth.reference.at({static_cast<int>(c), k}));
-      r.result.reference_errors.push_back({p.cases[c].name, outs[k]->name, e});
-      worst = std::max(worst, e.rel_l2);
-    }
+  for (auto& e : r.result.reference_errors) worst = std::max(worst, e.error.rel_l2);
   r.result.message = fmt::format("the PyTorch module (torch {}, on {}) ran at {} and in float64 on all {} input "
                                  "distributions; its own relative L2 error against float64 is at most {:.3g}",
-                                 t.version, truth.device, dtype_name(p.dtype), p.cases.size(), worst);
+                                 t.version, device, dtype_name(p.dtype), p.cases.size(), worst);
   r.json = {{"status", "passed"}, {"passed", true}, {"message", r.result.message}, {"torch_version", t.version},
-            {"device", truth.device}, {"reference_error", worker::to_json(r.result.reference_errors)}};
+            {"device", device}, {"reference_error", worker::to_json(r.result.reference_errors)},
+            {"engine", why.empty() ? nlohmann::json{{"path", "device"}} : nlohmann::json{{"path", "host"}, {"why", why}}}};
   return r;
 }
 

@@ -1,5 +1,6 @@
 #include "worker/device_judge.hpp"
 
+#include "bridge/torch_device.hpp"
 #include "core/error.hpp"
 #include "core/fd_passing.hpp"
 #include "eval/compare.hpp"
@@ -10,10 +11,17 @@
 #include <cstdlib>
 
 namespace kforge::worker {
+namespace {
+bool bridge_oneshot() {
+  const char* e = std::getenv("KFORGE_TORCH_ONESHOT");
+  return e && *e && std::string_view(e) != "0";
+}
+} // namespace
 
 std::string device_path_refused(const problem::problem& p) {
   if (p.backend != problem::backend_kind::cuda) return "a CPU problem";
-  if (p.torch) return "a [torch] problem: its truth comes from the PyTorch bridge";
+  if (p.torch && bridge_oneshot())
+    return "KFORGE_TORCH_ONESHOT is set: a [torch] problem's module runs on the device only in a persistent helper";
   if (const char* v = std::getenv("KFORGE_EVAL_PATH"); v && std::string_view(v) == "host") return "KFORGE_EVAL_PATH=host";
   return "";
 }
@@ -70,10 +78,27 @@ device_judge::device_judge(const worker_context& ctx, const role_artifacts& buil
   ::close(sv[0]);
   m_fds = std::move(got.fds);
   m_set_bytes = ready->value("set_bytes", std::size_t{0});
-  if (const auto got_n = m_fds.size(); static_cast<int>(got_n) != sets) {
+  if (const auto got_n = m_fds.size(); static_cast<int>(got_n) != sets + (p.torch ? 1 : 0)) {
     for (int fd : m_fds) ::close(fd);
     m_fds.clear();
     KFORGE_THROW(worker, "the judge sent {} descriptors for {} sets", got_n, sets);
+  }
+  if (p.torch) {
+    // The module's side of the exchange (the last fd): a helper that cannot map it (a torch
+    // without CUDA, say) leaves the evaluation to the host path, which says why.
+    const int fd = m_fds.back();
+    m_fds.pop_back();
+    try {
+      m_module = std::make_unique<bridge::device_truth>(p, ctx.device, fd, (*ready)["exchange"], ctx.timeout_s * 4);
+    } catch (const error& e) {
+      ::close(fd);
+      for (int f : m_fds) ::close(f);
+      m_fds.clear();
+      (void)m_session->finish();
+      if (e.kind() == error_kind::usage) throw;
+      throw device_path_unavailable(fmt::format("the PyTorch helper cannot map the judge's memory: {}", e.what()));
+    }
+    ::close(fd);
   }
 }
 
@@ -91,7 +116,17 @@ void device_judge::command(const nlohmann::json& cmd, const char* answer) {
   }
 }
 
-void device_judge::load(int s, int t) { command({{"cmd", "load"}, {"set", s}, {"trial", t}}, "loaded"); }
+void device_judge::load(int s, int t) {
+  if (m_module && !m_module_ran.contains(t)) {
+    // The module's truth for t, first: inputs drawn into the exchange, the module run on them
+    // in the helper, its outputs kept by the judge.
+    command({{"cmd", "draw"}, {"trial", t}}, "drawn");
+    m_module->run(t);
+    command({{"cmd", "truth"}, {"trial", t}}, "kept");
+    m_module_ran.insert(t);
+  }
+  command({{"cmd", "load"}, {"set", s}, {"trial", t}}, "loaded");
+}
 
 void device_judge::rotation(int s, const std::string& case_name, std::uint64_t seed) {
   command({{"cmd", "rotation"}, {"set", s}, {"case", case_name}, {"seed", seed}}, "loaded");
@@ -107,7 +142,10 @@ void device_judge::judge(int s, int t, int run, bool timed, const check_sink& ad
   m_add = nullptr;
 }
 
-void device_judge::drop(int t) { (void)m_session->send({{"cmd", "drop"}, {"trial", t}}); }
+void device_judge::drop(int t) {
+  m_module_ran.erase(t);
+  (void)m_session->send({{"cmd", "drop"}, {"trial", t}});
+}
 
 std::vector<case_reference_error> device_judge::reference_errors() const {
   std::vector<case_reference_error> out;
@@ -119,6 +157,7 @@ std::vector<case_reference_error> device_judge::reference_errors() const {
 }
 
 nlohmann::json device_judge::finish() {
+  m_module.reset(); // the helper lets the exchange go before its owner ends
   (void)m_session->send({{"cmd", "finish"}});
   return m_session->finish().confinement;
 }

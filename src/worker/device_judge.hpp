@@ -11,9 +11,14 @@
 #include "worker/supervisor.hpp"
 
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+namespace kforge::bridge {
+class device_truth;
+}
 
 namespace kforge::worker {
 
@@ -24,7 +29,7 @@ struct device_path_unavailable : std::runtime_error {
 };
 
 /// Empty when an evaluation of `p` may take the GPU-resident path; else why not (a CPU or
-/// [torch] problem, KFORGE_EVAL_PATH=host).
+/// KFORGE_EVAL_PATH=host, a [torch] problem with KFORGE_TORCH_ONESHOT).
 [[nodiscard]] std::string device_path_refused(const problem::problem& p);
 
 /// How long a candidate's worker runs on after its call's snapshot before it is stopped: a
@@ -45,7 +50,8 @@ public:
   [[nodiscard]] int set_fd(int s) const { return m_fds.at(s); }
   [[nodiscard]] std::size_t set_bytes() const { return m_set_bytes; }
 
-  /// Trial t's inputs into set s, its outputs poisoned (the truth computed on first use).
+  /// Trial t's inputs into set s, its outputs poisoned (the truth computed on first use; for a
+  /// [torch] problem by the module, in the bridge's helper, on memory the judge shares).
   /// @throws kforge::error (problem) when the reference fails on it
   void load(int s, int t);
   /// A timing rotation's inputs (case, seed) into set s: values without truth.
@@ -74,6 +80,8 @@ private:
   check_sink m_add; // where the current judge command's checks go
   std::string m_error;
   std::map<std::pair<int, std::size_t>, eval::reference_error> m_ref_errors;
+  std::unique_ptr<bridge::device_truth> m_module; // [torch]: the module, run in the bridge's helper
+  std::set<int> m_module_ran;                     // the trials whose truth it computed
 };
 
 } // namespace kforge::worker

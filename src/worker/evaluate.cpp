@@ -203,15 +203,16 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
     return ev;
   }
   phase_start("timing");
+  const std::uint64_t torch_seed = rng(); // drawn on both paths
   if (dj) {
     timing_workers->run(plan.rechecks, rec);
     end_judge();
   } else {
     const auto timed = time_subjects(ctx, builds, plan.rechecks, budget, timing_seed, rec);
-    if (p.torch && ev.timing("candidate"))
-      time_torch_reference(ctx, budget, rng(), opts.reuse_torch_baselines, device_model, rec);
     host_judge->timed_outputs(plan.rechecks, timed);
   }
+  if (p.torch && ev.timing("candidate"))
+    time_torch_reference(ctx, budget, torch_seed, opts.reuse_torch_baselines, device_model, rec);
   phase_done("timing_s");
   check_plausibility(p, device_model, rec);
   for (auto& c : ev.checks)

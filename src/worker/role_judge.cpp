@@ -11,6 +11,11 @@
 //   {"cmd":"snapshot","set":s}            the call's answer, copied as soon as it returned -> "snapped"
 //   {"cmd":"judge","set":s,"trial":t,"run":r,"timed":b}  checks of that answer -> "check"..., "judged"
 //   {"cmd":"drop","trial":t}              trial t's truth no longer needed
+// A [torch] problem has no reference library here: the parent has the bridge's helper run
+// the module on an exchange buffer this process shares (fd after the sets'; its offsets in
+// "ready"), trial by trial, before the trial is first loaded (bridge/torch_device.hpp):
+//   {"cmd":"draw","trial":t}    trial t's inputs into the exchange, its outputs poisoned -> "drawn"
+//   {"cmd":"truth","trial":t}   the module's outputs from the exchange kept as t's truth -> "kept"
 // The parent stops the candidate's process group around every load and judge, so nothing
 // but work already queued on the GPU can change a set meanwhile. Between the snapshot and
 // the stop the candidate runs on for a pause (a thread that outlives the call acts then),
@@ -36,6 +41,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <thread>
 #include <variant>
@@ -80,12 +86,16 @@ struct trial_truth {
 
 class judge_process {
 public:
+  // `libs`: the reference and the oracle; none for a [torch] problem (its module runs in the
+  // bridge's helper, on the exchange).
   judge_process(channel_writer& ch, const problem::problem& p, const nlohmann::json& job, device::backend& dev,
-                kernel_library ref, kernel_library orc)
+                std::optional<std::pair<kernel_library, kernel_library>> libs)
       : m_ch(ch), m_p(p), m_dev(dev), m_k(eval::load_device_kernels(job["libraries"]["kernels"].get<std::string>())),
-        m_ref(std::move(ref)), m_orc(std::move(orc)), m_rs(dev, p, eval::precision::nominal, 1),
-        m_os(dev, p, eval::precision::oracle, 2), m_layout(eval::shared_set_layout(p)),
-        m_stream(static_cast<cudaStream_t>(dev.stream())) {
+        m_libs(std::move(libs)), m_layout(eval::shared_set_layout(p)), m_stream(static_cast<cudaStream_t>(dev.stream())) {
+    if (m_libs) {
+      m_rs.emplace(dev, p, eval::precision::nominal, 1);
+      m_os.emplace(dev, p, eval::precision::oracle, 2);
+    }
     for (auto& tj : job["trials"]) m_trials.push_back(trial_of(tj));
     m_ordinal = job.value("device", 0);
     std::mt19937_64 canary(job.value("canary_seed", std::uint64_t{1}));
@@ -97,7 +107,9 @@ public:
     for (auto b : m_layout.input_bytes) in += b;
     for (auto b : m_layout.output_bytes) out += b;
     for (auto* t : p.outputs()) out64 += static_cast<std::size_t>(t->numel()) * dtype_size(t->oracle_dtype());
-    const std::size_t need = (nsets + 2) * m_layout.bytes + m_trials.size() * (in + out + out64);
+    if (!m_libs) m_exchange_layout = exchange_layout();
+    const std::size_t need = (nsets + 2) * m_layout.bytes + m_trials.size() * (in + out + out64) +
+                             (m_libs ? 0 : m_exchange_layout.value("bytes", std::size_t{0}));
     std::size_t free_b = 0, total_b = 0;
     cuda_check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
     if (need > free_b)
@@ -115,19 +127,26 @@ public:
       m_set_trial.push_back(-1);
       m_first.emplace_back();
     }
+    if (!m_libs) m_exchange = device::shared_memory::allocate(m_ordinal, m_exchange_layout["bytes"]);
     for (std::size_t k = 0; k < m_layout.output_bytes.size(); ++k) m_snap.emplace_back(m_dev, m_layout.output_bytes[k]);
     m_partials = dev_buffer(m_dev, sizeof(kf_scan) * std::max<std::uint64_t>(1, m_k.scan_blocks(max_numel())));
     m_diff = dev_buffer(m_dev, 16);
   }
 
-  // The fds of every set, once, on the share socket; then "ready" with a set's size (what a
-  // worker maps).
+  // The fds of every set (and the exchange's), once, on the share socket; then "ready" with a
+  // set's size (what a worker maps) and the exchange's layout.
   void share(int sock) {
     std::vector<int> fds;
     for (auto& s : m_sets) fds.push_back(s.export_fd());
+    if (!m_libs) fds.push_back(m_exchange.export_fd());
     send_fds(sock, "sets", fds);
     for (int fd : fds) ::close(fd);
-    m_ch.send({{"type", "ready"}, {"set_bytes", m_sets.empty() ? 0 : m_sets[0].size()}});
+    nlohmann::json ready{{"type", "ready"}, {"set_bytes", m_sets.empty() ? 0 : m_sets[0].size()}};
+    if (!m_libs) {
+      ready["exchange"] = m_exchange_layout;
+      ready["exchange"]["bytes"] = m_exchange.size();
+    }
+    m_ch.send(ready);
   }
 
   void serve(std::istream& commands) {
@@ -136,7 +155,7 @@ public:
       const std::string what = cmd.is_object() ? cmd.value("cmd", "") : "";
       if (what == "finish") return;
       const int s = cmd.value("set", -1);
-      if (what != "drop" && (s < 0 || s >= static_cast<int>(m_sets.size())))
+      if (what != "drop" && what != "draw" && what != "truth" && (s < 0 || s >= static_cast<int>(m_sets.size())))
         KFORGE_THROW(worker, "judge: no set {} in '{}'", s, line.substr(0, 200));
       if (what == "load") {
         load(s, cmd.value("trial", -1));
@@ -156,6 +175,12 @@ public:
         m_ch.send({{"type", "judged"}, {"set", s}});
       } else if (what == "drop") {
         m_truth.erase(cmd.value("trial", -1));
+      } else if (what == "draw" && !m_libs) {
+        draw_for_module(cmd.value("trial", -1));
+        m_ch.send({{"type", "drawn"}, {"trial", cmd.value("trial", -1)}});
+      } else if (what == "truth" && !m_libs) {
+        keep_module_truth(cmd.value("trial", -1));
+        m_ch.send({{"type", "kept"}, {"trial", cmd.value("trial", -1)}});
       } else {
         KFORGE_THROW(worker, "judge: unknown command '{}'", line.substr(0, 200));
       }
@@ -198,38 +223,60 @@ private:
     m_dev.synchronize(); // the donor's buffers go now
   }
 
+  // Trial t's inputs, drawn on the device into buffers of their own (what a candidate must
+  // find unchanged).
+  trial_truth draw_inputs(int t) {
+    if (t < 0 || t >= static_cast<int>(m_trials.size())) KFORGE_THROW(worker, "judge: no trial {}", t);
+    trial_truth tt;
+    std::vector<void*> nominal;
+    for (auto b : m_layout.input_bytes) nominal.push_back(tt.inputs.emplace_back(m_dev, b).p);
+    draw_trial(m_trials[t], nominal);
+    return tt;
+  }
+
+  // Keeps t's truth, once complete, and sends the reference's own error once per case (the
+  // first trials are one of each case).
+  trial_truth& keep(int t, trial_truth tt) {
+    m_dev.synchronize();
+    const auto outs = m_p.outputs();
+    if (t < static_cast<int>(m_p.cases.size()))
+      for (std::size_t k = 0; k < outs.size(); ++k) {
+        const auto e = scan_reference(*outs[k], tt, k);
+        m_ch.send({{"type", "reference_error"}, {"trial", t}, {"index", k}, {"max_abs", e.max_ec},
+                   {"rel_l2", e.o2 > 0 ? std::sqrt(e.ec2 / e.o2) : std::sqrt(e.ec2)}, {"max_abs_oracle", e.max_o}});
+      }
+    return m_truth.insert_or_assign(t, std::move(tt)).first->second;
+  }
+
   trial_truth& truth_of(int t) {
     if (auto it = m_truth.find(t); it != m_truth.end()) return it->second;
-    if (t < 0 || t >= static_cast<int>(m_trials.size())) KFORGE_THROW(worker, "judge: no trial {}", t);
+    if (!m_libs) KFORGE_THROW(worker, "judge: trial {} has no truth: the module has not run on it", t);
+    auto tt = draw_inputs(t);
+    auto& [ref, orc] = *m_libs;
     const auto ins = m_p.inputs();
-    std::vector<void*> nominal;
-    for (std::size_t k = 0; k < ins.size(); ++k) nominal.push_back(m_rs.args().inputs[k].data);
-    draw_trial(m_trials[t], nominal);
-    // The oracle's inputs: the same values, widened where the tensor follows the real type.
+    // The reference's inputs, and the oracle's: the same values, widened where the tensor
+    // follows the real type.
     for (std::size_t k = 0; k < ins.size(); ++k) {
+      cuda_check(cudaMemcpyAsync(m_rs->args().inputs[k].data, tt.inputs[k].p, m_layout.input_bytes[k],
+                                 cudaMemcpyDeviceToDevice, m_stream),
+                 "reference inputs");
       if (ins[k]->oracle_dtype() == ins[k]->dtype)
-        cuda_check(cudaMemcpyAsync(m_os.args().inputs[k].data, nominal[k], m_layout.input_bytes[k],
+        cuda_check(cudaMemcpyAsync(m_os->args().inputs[k].data, tt.inputs[k].p, m_layout.input_bytes[k],
                                    cudaMemcpyDeviceToDevice, m_stream),
                    "oracle inputs");
       else
-        kernel_check(m_k.widen(ins[k]->dtype, nominal[k], static_cast<double*>(m_os.args().inputs[k].data),
+        kernel_check(m_k.widen(ins[k]->dtype, tt.inputs[k].p, static_cast<double*>(m_os->args().inputs[k].data),
                                static_cast<std::uint64_t>(ins[k]->numel()), m_stream),
                      "oracle inputs");
     }
     if (!m_sized) {
-      m_rs.set_workspace(workspace_size(m_ref, m_rs), 3);
-      m_os.set_workspace(workspace_size(m_orc, m_os), 4);
+      m_rs->set_workspace(workspace_size(ref, *m_rs), 3);
+      m_os->set_workspace(workspace_size(orc, *m_os), 4);
       m_sized = true;
     }
-    trial_truth tt;
-    for (std::size_t k = 0; k < ins.size(); ++k) {
-      tt.inputs.emplace_back(m_dev, m_layout.input_bytes[k]);
-      cuda_check(cudaMemcpyAsync(tt.inputs[k].p, nominal[k], m_layout.input_bytes[k], cudaMemcpyDeviceToDevice, m_stream),
-                 "keeping inputs");
-    }
     const auto outs = m_p.outputs();
-    for (auto [lib, ts, subject, keep] : {std::tuple{&m_ref, &m_rs, "reference", &tt.reference},
-                                          std::tuple{&m_orc, &m_os, "oracle", &tt.oracle}}) {
+    for (auto [lib, ts, subject, kept] : {std::tuple{&ref, &*m_rs, "reference", &tt.reference},
+                                          std::tuple{&orc, &*m_os, "oracle", &tt.oracle}}) {
       ts->poison(0);
       m_dev.synchronize();
       const int rc = lib->forward(&ts->args());
@@ -239,20 +286,70 @@ private:
                      returned_message(*lib, rc));
       for (std::size_t k = 0; k < outs.size(); ++k) {
         const auto bytes = static_cast<std::size_t>(outs[k]->numel()) * dtype_size(ts->args().outputs[k].dtype);
-        keep->emplace_back(m_dev, bytes);
-        cuda_check(cudaMemcpyAsync(keep->back().p, ts->args().outputs[k].data, bytes, cudaMemcpyDeviceToDevice, m_stream),
+        kept->emplace_back(m_dev, bytes);
+        cuda_check(cudaMemcpyAsync(kept->back().p, ts->args().outputs[k].data, bytes, cudaMemcpyDeviceToDevice, m_stream),
                    "keeping the truth");
       }
     }
+    return keep(t, std::move(tt));
+  }
+
+  // The exchange a [torch] problem's module runs on: the inputs, then its outputs at the
+  // problem's dtype ("reference") and in float64 ("oracle"), each 256-byte aligned.
+  nlohmann::json exchange_layout() const {
+    std::size_t at = 0;
+    auto place = [&](std::size_t bytes) {
+      const std::size_t o = at;
+      at += (std::max<std::size_t>(bytes, 1) + 255) / 256 * 256;
+      return o;
+    };
+    nlohmann::json in = nlohmann::json::array(), ref = nlohmann::json::array(), orc = nlohmann::json::array();
+    for (auto b : m_layout.input_bytes) in.push_back(place(b));
+    for (auto* t : m_p.outputs()) {
+      ref.push_back(place(static_cast<std::size_t>(t->numel()) * dtype_size(t->dtype)));
+      orc.push_back(place(static_cast<std::size_t>(t->numel()) * dtype_size(t->oracle_dtype())));
+    }
+    return {{"inputs", in}, {"reference", ref}, {"oracle", orc}, {"bytes", at}};
+  }
+  char* exchange_at(const char* part, std::size_t k) {
+    return static_cast<char*>(m_exchange.data()) + m_exchange_layout[part][k].get<std::size_t>();
+  }
+
+  // [torch]: trial t's inputs into the exchange for the module, its outputs poisoned (a
+  // module answer that skips elements reads as NaN, never as a stale answer).
+  void draw_for_module(int t) {
+    auto tt = draw_inputs(t);
+    for (std::size_t k = 0; k < tt.inputs.size(); ++k)
+      cuda_check(cudaMemcpyAsync(exchange_at("inputs", k), tt.inputs[k].p, m_layout.input_bytes[k],
+                                 cudaMemcpyDeviceToDevice, m_stream),
+                 "inputs for the module");
+    const auto outs = m_p.outputs();
+    for (std::size_t k = 0; k < outs.size(); ++k)
+      for (auto [part, dt] : {std::pair{"reference", outs[k]->dtype}, std::pair{"oracle", outs[k]->oracle_dtype()}})
+        cuda_check(cudaMemsetAsync(exchange_at(part, k), eval::output_poison,
+                                   static_cast<std::size_t>(outs[k]->numel()) * dtype_size(dt), m_stream),
+                   "poisoning the module's outputs");
     m_dev.synchronize();
-    // The reference's own error, once per case (the first trials are one of each case).
-    if (t < static_cast<int>(m_p.cases.size()))
-      for (std::size_t k = 0; k < outs.size(); ++k) {
-        const auto e = scan_reference(*outs[k], tt, k);
-        m_ch.send({{"type", "reference_error"}, {"trial", t}, {"index", k}, {"max_abs", e.max_ec},
-                   {"rel_l2", e.o2 > 0 ? std::sqrt(e.ec2 / e.o2) : std::sqrt(e.ec2)}, {"max_abs_oracle", e.max_o}});
+    m_drawn = std::move(tt);
+    m_drawn_trial = t;
+  }
+
+  // [torch]: what the module wrote into the exchange, kept as trial t's truth.
+  void keep_module_truth(int t) {
+    if (m_drawn_trial != t) KFORGE_THROW(worker, "judge: trial {} was not drawn for the module", t);
+    auto tt = std::move(m_drawn);
+    m_drawn = {};
+    m_drawn_trial = -1;
+    const auto outs = m_p.outputs();
+    for (std::size_t k = 0; k < outs.size(); ++k)
+      for (auto [part, dt, kept] : {std::tuple{"reference", outs[k]->dtype, &tt.reference},
+                                    std::tuple{"oracle", outs[k]->oracle_dtype(), &tt.oracle}}) {
+        const auto bytes = static_cast<std::size_t>(outs[k]->numel()) * dtype_size(dt);
+        kept->emplace_back(m_dev, bytes);
+        cuda_check(cudaMemcpyAsync(kept->back().p, exchange_at(part, k), bytes, cudaMemcpyDeviceToDevice, m_stream),
+                   "keeping the truth");
       }
-    return m_truth.emplace(t, std::move(tt)).first->second;
+    keep(t, std::move(tt));
   }
 
   void poison(int s) {
@@ -427,8 +524,12 @@ private:
   const problem::problem& m_p;
   device::backend& m_dev;
   eval::device_kernels m_k;
-  kernel_library m_ref, m_orc;
-  eval::tensor_set m_rs, m_os;
+  std::optional<std::pair<kernel_library, kernel_library>> m_libs; // reference, oracle; none for [torch]
+  std::optional<eval::tensor_set> m_rs, m_os;                       // their buffers
+  device::shared_memory m_exchange;                                 // [torch]: the module's inputs and outputs
+  nlohmann::json m_exchange_layout;
+  trial_truth m_drawn;                                              // [torch]: the trial drawn for the module,
+  int m_drawn_trial = -1;                                           // and its number
   eval::set_layout m_layout;
   cudaStream_t m_stream;
   int m_ordinal = 0;
@@ -451,9 +552,12 @@ private:
 int run_judge(channel_writer& ch, const problem::problem& p, const nlohmann::json& job, device::backend& dev,
               std::istream& commands) {
 #ifdef KFORGE_WITH_CUDA
-  auto libs = load_reference_and_oracle(ch, job, p);
-  if (!libs) return 0;
-  judge_process j(ch, p, job, dev, std::move(libs->first), std::move(libs->second));
+  std::optional<std::pair<kernel_library, kernel_library>> libs;
+  if (!p.torch) {
+    libs = load_reference_and_oracle(ch, job, p);
+    if (!libs) return 0;
+  }
+  judge_process j(ch, p, job, dev, std::move(libs));
   j.share(share_fd);
   ::close(share_fd);
   j.serve(commands);

@@ -63,7 +63,8 @@ std::vector<std::filesystem::path> job_libraries(const nlohmann::json& job) {
   std::vector<std::filesystem::path> out;
   if (auto l = job.find("libraries"); l != job.end() && l->is_object())
     for (auto& [role, path] : l->items())
-      if (path.is_string()) out.emplace_back(path.get<std::string>());
+      if (path.is_string() && !path.get<std::string>().empty()) // none: a [torch] problem's reference
+        out.emplace_back(path.get<std::string>());
   if (auto s = job.find("subjects"); s != job.end() && s->is_array())
     for (auto& subject : *s)
       if (subject.is_object() && subject.contains("library") && subject["library"].is_string())

@@ -249,7 +249,7 @@ device_timing::device_timing(const worker_context& ctx, const role_artifacts& bu
                              std::uint64_t seed)
     : m(std::make_unique<state>(ctx, dj, budget_s, seed)) {
   const auto& p = ctx.p;
-  m->trusted = trusted_subjects(p, builds); // never [torch]: device_path_refused
+  m->trusted = trusted_subjects(p, builds); // [torch]: the baselines alone (eager PyTorch is timed by the bridge)
   const auto timing = timing_params(p, seed);
   // The rotations' inputs: the judge draws them into sets 1..rotations as the trusted worker
   // draws its own (the first draws of the timing seed), so both time like with like.
@@ -280,6 +280,7 @@ device_timing::device_timing(const worker_context& ctx, const role_artifacts& bu
     // the worker is gone already: its outcome says how
   }
   ::close(sv[0]);
+  if (m->trusted.empty()) return; // nothing trusted to time beside the candidate
   m->ref = std::make_unique<worker_session>(
       ctx.exe,
       nlohmann::json{{"role", "time_trusted"},
@@ -298,7 +299,6 @@ void device_timing::run(const nlohmann::json& rechecks, recorder& rec) {
   const auto& p = S.ctx.p;
   auto& dj = S.dj;
   auto& cand = *S.cand;
-  auto& ref = *S.ref;
   S.rec = &rec;
   for (auto& c : S.early_errors) rec.check(std::move(c));
   S.early_errors.clear();
@@ -330,8 +330,8 @@ void device_timing::run(const nlohmann::json& rechecks, recorder& rec) {
                                return got;
                              }};
   std::vector<eval::sampler> samplers{cand_sampler};
-  for (auto& s : S.trusted) samplers.push_back(remote(ref, s["name"]));
-  const auto [complete, results] = sample_both(cand, &ref, samplers, p, S.budget_s);
+  for (auto& s : S.trusted) samplers.push_back(remote(*S.ref, s["name"]));
+  const auto [complete, results] = sample_both(cand, S.ref.get(), samplers, p, S.budget_s);
   const bool failed = record_results(results, p, rec) || !complete;
   // After sampling: a timed call in rotation 0's set and one in the set never timed before.
   if (complete && !failed && rechecks.size() >= 3)
@@ -356,7 +356,7 @@ void device_timing::run(const nlohmann::json& rechecks, recorder& rec) {
   const auto c_end = cand.finish();
   rec.ev.confinement["time"] = c_end.confinement;
   if (auto f = process_failure(c_end, "timing", rec.ev.trials)) rec.check(*f);
-  end_trusted(ref, rec);
+  if (S.ref) end_trusted(*S.ref, rec);
 }
 
 void time_torch_reference(const worker_context& ctx, double budget_s, std::uint64_t seed, bool reuse,

@@ -14,6 +14,7 @@
 #include "worker/screen.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 using namespace kforge;
 
@@ -361,4 +362,26 @@ TEST_F(imported, a_candidate_that_hunts_for_the_truth_files_finds_none) {
   auto ev = worker::evaluate(p, data("steals_truth_files.cpp"), opts);
   EXPECT_FALSE(ev.passed());
   EXPECT_EQ(ev.status, "unwritten") << ev.message;
+}
+
+// The GPU-resident path's first step on a machine without CUDA: the descriptor reaches the
+// held helper over its descriptor 4, the map is refused with a reason (the evaluation then takes
+// the host path), and the helper keeps answering.
+TEST(torch_bridge, a_held_helper_takes_a_descriptor_and_refuses_to_map_without_cuda) {
+  REQUIRE_TORCH();
+  if (bridge::torch_probe().cuda) GTEST_SKIP() << "this torch has CUDA: tests/gpu/torch_bridge.cpp maps for real";
+  bridge::held_helper h;
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  h.send_fd("exchange", fds[0]);
+  try {
+    (void)h.call("map", {{"bytes", 4096}, {"device", "cuda:0"}}, 120);
+    FAIL() << "mapped without CUDA";
+  } catch (const error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot use CUDA"), std::string::npos) << e.what();
+  }
+  ::close(fds[0]);
+  ::close(fds[1]);
+  EXPECT_EQ(h.call("unmap", nlohmann::json::object(), 60), nlohmann::json::object()) << "still answering";
+  EXPECT_TRUE(h.call("probe", {{"light", true}}, 60).contains("torch_version"));
 }

@@ -10,6 +10,7 @@
 #include "eval/inputs.hpp"
 #include "problem/distribution.hpp"
 #include "scan_data.hpp"
+#include "gpu/both_paths.hpp"
 #include "test_util.hpp"
 #include "worker/evaluate.hpp"
 
@@ -223,23 +224,7 @@ TEST(gpu_device_path, both_paths_give_the_same_verdicts) {
     ::setenv("KFORGE_EVAL_PATH", "host", 1);
     const auto host = worker::evaluate(p, c, o);
     ::unsetenv("KFORGE_EVAL_PATH");
-    EXPECT_EQ(dev.engine.value("path", ""), "device") << c.filename() << ": " << dev.engine.dump();
-    EXPECT_EQ(host.engine.value("path", ""), "host");
-    EXPECT_EQ(dev.status, host.status) << c.filename() << "\n device: " << dev.message << "\n host: " << host.message;
-    if (dev.failure && host.failure) {
-      EXPECT_EQ(dev.failure->case_name, host.failure->case_name) << c.filename();
-      auto worst = [](const eval::check_result& f) {
-        return f.detail.contains("worst") ? f.detail["worst"].value("element", "") : std::string();
-      };
-      EXPECT_EQ(worst(*dev.failure), worst(*host.failure)) << c.filename();
-    }
-    ASSERT_EQ(dev.reference_errors.size(), host.reference_errors.size());
-    for (std::size_t i = 0; i < dev.reference_errors.size(); ++i)
-      EXPECT_NEAR(dev.reference_errors[i].error.max_abs, host.reference_errors[i].error.max_abs, 1e-12)
-          << "the same truth on both paths";
-    std::printf("%-28s device %-16s (%.2f s verify)  host %-16s (%.2f s verify)\n", c.filename().c_str(),
-                dev.status.c_str(), dev.phases.value("verify_s", 0.0), host.status.c_str(),
-                host.phases.value("verify_s", 0.0));
+    test::expect_same_verdicts(dev, host, c.filename().string());
   }
 }
 

@@ -6,6 +6,7 @@
 #include "bridge/torch_helper.hpp"
 #include "bridge/torch_reference.hpp"
 #include "problem/problem.hpp"
+#include "gpu/both_paths.hpp"
 #include "test_util.hpp"
 #include "worker/evaluate.hpp"
 
@@ -59,4 +60,63 @@ TEST(gpu_torch_bridge, the_bridge_timer_times_the_candidate_library_through_the_
   ASSERT_EQ(t.size(), 1u);
   ASSERT_EQ(t[0].error, "");
   EXPECT_GE(t[0].samples.size(), 10u);
+}
+
+// The GPU-resident path (bridge/torch_device.hpp): the module runs in the helper on memory the
+// judge shares, its parameters among the inputs; nothing crosses the host.
+namespace {
+
+worker::evaluation evaluate_on(const problem::problem& p, const std::filesystem::path& candidate, bool host,
+                               bool time = false) {
+  worker::evaluate_options o;
+  o.worker_exe = test::worker_binary();
+  o.seed = 20261205;
+  o.trials_per_case = 1;
+  o.time = time;
+  o.time_budget_s = 0.3;
+  if (host) ::setenv("KFORGE_EVAL_PATH", "host", 1);
+  auto ev = worker::evaluate(p, candidate, o);
+  ::unsetenv("KFORGE_EVAL_PATH");
+  return ev;
+}
+
+problem::problem import_kb(const test::temp_dir& dir, const std::filesystem::path& file, const std::string& name) {
+  auto r = bridge::import_kernelbench(file, {.out = dir / name, .backend = "cuda"});
+  return problem::load(r.dir);
+}
+
+} // namespace
+
+TEST(gpu_torch_bridge, the_module_runs_on_the_device_path_with_its_parameters_as_inputs) {
+  if (!bridge::torch_probe().available) GTEST_SKIP() << bridge::torch_probe().why;
+  test::temp_dir dir;
+  const auto p = import_kb(dir, test::source_dir() / "tests" / "bridge" / "data" / "kb_linear_relu.py", "linear_relu");
+  const auto ev = evaluate_on(p, test::source_dir() / "tests" / "gpu" / "data" / "linear_relu.cu", false, true);
+  EXPECT_EQ(ev.engine.value("path", ""), "device") << ev.engine.dump();
+  ASSERT_TRUE(ev.passed()) << ev.message;
+  EXPECT_FALSE(ev.reference_errors.empty());
+  EXPECT_NE(ev.timing("reference"), nullptr) << "eager PyTorch, timed by the bridge";
+  std::printf("  engine %s, phases %s\n", ev.engine.dump().c_str(), ev.phases.dump().c_str());
+}
+
+TEST(gpu_torch_bridge, both_paths_give_the_same_verdicts_on_a_torch_problem) {
+  if (!bridge::torch_probe().available) GTEST_SKIP() << bridge::torch_probe().why;
+  test::temp_dir dir;
+  const auto p = import_kb(dir, test::source_dir() / "tests" / "bridge" / "data" / "kb_relu.py", "relu");
+  const auto controls = test::source_dir() / "controls" / "cuda";
+  for (auto c : {test::source_dir() / "bench" / "kernelbench" / "candidates" / "relu.cu", controls / "zeros.cu",
+                 controls / "input_copy.cu", controls / "uninitialised.cu"}) {
+    const auto dev = evaluate_on(p, c, false);
+    const auto host = evaluate_on(p, c, true);
+    test::expect_same_verdicts(dev, host, c.filename().string());
+  }
+}
+
+TEST(gpu_torch_bridge, a_module_that_writes_to_its_input_changes_nothing_a_candidate_sees) {
+  if (!bridge::torch_probe().available) GTEST_SKIP() << bridge::torch_probe().why;
+  test::temp_dir dir;
+  const auto p = import_kb(dir, test::source_dir() / "tests" / "gpu" / "data" / "kb_inplace_relu.py", "inplace");
+  const auto ev = evaluate_on(p, test::source_dir() / "bench" / "kernelbench" / "candidates" / "relu.cu", false);
+  EXPECT_EQ(ev.engine.value("path", ""), "device") << ev.engine.dump();
+  EXPECT_TRUE(ev.passed()) << ev.message;
 }
