@@ -10,6 +10,7 @@
 #include "search/record.hpp"
 #include "core/dtype.hpp"
 #include "device/backend.hpp"
+#include "worker/judge_keeper.hpp"
 #include "worker/module_check.hpp"
 #include "worker/screen.hpp"
 
@@ -109,6 +110,7 @@ command_fn add_check_command(CLI::App& app, global_options& g) {
     store::store db(g.db_path());
     worker::evaluate_options eo;
     eo.seed = *seed;
+    eo.judges = std::make_shared<worker::judge_keeper>(); // the reference, seed, baselines and controls meet one judge
     nlohmann::json out{{"schema", "kforge.check/1"}, {"problem", problem_summary(p)}};
 
     // The reference judged as a candidate must pass: otherwise no candidate could. A

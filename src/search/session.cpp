@@ -131,6 +131,7 @@ outcome session::evaluate(const proposal& prop) {
   eo.trials_per_case = m_opts.trials;
   eo.time_budget_s = m_opts.time_budget_s;
   eo.reuse_torch_baselines = true; // eager and torch.compile do not change between a search's candidates
+  eo.judges = m_judges;            // nor does the judge's reference: one judge per device for the search
   const std::string config = evaluation_config(m_problem, path, eo).dump();
   if (auto prior = m_db.find_evaluation(cand, m_device_model, config)) {
     m_db.put_run_evaluation({.run_id = m_run_id, .evaluation_id = *prior, .candidate_id = cand, .round = prop.round,

@@ -15,6 +15,7 @@
 #include "problem/problem.hpp"
 #include "search/options.hpp"
 #include "search/scheduler.hpp"
+#include "worker/judge_keeper.hpp"
 #include "store/store.hpp"
 
 #include <nlohmann/json.hpp>
@@ -152,6 +153,8 @@ private:
   int64_t m_run_id = 0;
   int64_t m_problem_id = 0;
   std::string m_device_model;
+  // Before the scheduler: its evaluations end before the judges they kept do.
+  std::shared_ptr<worker::judge_keeper> m_judges = std::make_shared<worker::judge_keeper>();
   std::unique_ptr<scheduler> m_scheduler;
   std::mt19937_64 m_rng;
   std::chrono::steady_clock::time_point m_started;

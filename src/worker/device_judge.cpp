@@ -3,6 +3,8 @@
 #include "bridge/torch_device.hpp"
 #include "core/error.hpp"
 #include "core/fd_passing.hpp"
+#include "core/fs.hpp"
+#include "core/hash.hpp"
 #include "eval/compare.hpp"
 
 #include <fmt/format.h>
@@ -28,13 +30,14 @@ std::string device_path_refused(const problem::problem& p) {
 
 device_judge::device_judge(const worker_context& ctx, const role_artifacts& builds, const nlohmann::json& trials,
                            int sets, std::uint64_t canary_seed)
-    : m_ctx(ctx), m_trials(trials) {
+    : m_p(ctx.p), m_ctx{.p = m_p, .exe = ctx.exe, .device = ctx.device, .timeout_s = ctx.timeout_s}, m_trials(trials),
+      m_key(key_of(ctx, builds, sets, trials.size())) {
   if (!builds.kernels.ok)
     throw device_path_unavailable(fmt::format("kforge's device kernels did not build: {}",
                                               builds.kernels.diagnostics.substr(0, 400)));
   int sv[2];
   make_fd_socket(sv);
-  const auto& p = ctx.p;
+  const auto& p = m_p; // its own copy: a judge kept for a search outlives the evaluation's
   m_session = std::make_unique<worker_session>(
       ctx.exe,
       nlohmann::json{{"role", "judge"},
@@ -146,6 +149,24 @@ void device_judge::drop(int t) {
   m_module_ran.erase(t);
   (void)m_session->send({{"cmd", "drop"}, {"trial", t}});
 }
+
+std::string device_judge::key_of(const worker_context& ctx, const role_artifacts& builds, int sets, std::size_t trials) {
+  // The problem's text (tensors, cases, tolerance) and module, and the very builds loaded.
+  return sha256_hex(fmt::format("{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}", ctx.p.toml_text,
+                                ctx.p.torch ? read_file(ctx.p.torch->module) : "", ctx.p.dir.string(), ctx.exe.string(),
+                                fmt::format("{} {}", ctx.device, ctx.timeout_s), builds.reference.library.string(), builds.oracle.library.string(),
+                                builds.kernels.library.string(), sets, trials));
+}
+
+void device_judge::reset(const nlohmann::json& trials, std::uint64_t canary_seed) {
+  m_trials = trials;
+  m_ref_errors.clear();
+  m_module_ran.clear();
+  m_error.clear();
+  command({{"cmd", "reset"}, {"trials", trials}, {"canary_seed", canary_seed}}, "reset");
+}
+
+nlohmann::json device_judge::confinement() const { return m_session->confinement(); }
 
 std::vector<case_reference_error> device_judge::reference_errors() const {
   std::vector<case_reference_error> out;

@@ -70,9 +70,20 @@ public:
   /// Ends the judge. @return its confinement report
   nlohmann::json finish();
 
+  /// The next evaluation of a search on this judge (judge_keeper.hpp): `trials` (as many as
+  /// it was started with) replace the last ones, whose truth goes; every set gets fresh canaries.
+  void reset(const nlohmann::json& trials, std::uint64_t canary_seed);
+  /// Its confinement report so far (it lives on between evaluations).
+  [[nodiscard]] nlohmann::json confinement() const;
+  /// What a judge serves: the problem, the device, the builds it loaded, the sets.
+  [[nodiscard]] const std::string& key() const { return m_key; }
+  [[nodiscard]] static std::string key_of(const worker_context& ctx, const role_artifacts& builds, int sets,
+                                          std::size_t trials);
+
 private:
   void command(const nlohmann::json& cmd, const char* answer);
-  const worker_context& m_ctx;
+  problem::problem m_p;
+  worker_context m_ctx; // on m_p
   nlohmann::json m_trials;
   std::unique_ptr<worker_session> m_session;
   std::vector<int> m_fds;
@@ -82,6 +93,7 @@ private:
   std::map<std::pair<int, std::size_t>, eval::reference_error> m_ref_errors;
   std::unique_ptr<bridge::device_truth> m_module; // [torch]: the module, run in the bridge's helper
   std::set<int> m_module_ran;                     // the trials whose truth it computed
+  std::string m_key;
 };
 
 } // namespace kforge::worker

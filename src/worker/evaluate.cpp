@@ -6,6 +6,7 @@
 #include "worker/candidate_run.hpp"
 #include "worker/device_judge.hpp"
 #include "worker/judge.hpp"
+#include "worker/judge_keeper.hpp"
 #include "worker/plan.hpp"
 #include "worker/sanitize.hpp"
 #include "worker/stage.hpp"
@@ -100,8 +101,10 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
     ev.engine = {{"path", "host"}, {"why", refused}};
   } else {
     try {
-      dj = std::make_unique<device_judge>(ctx, builds, plan.trials, device_sets, judge_seed);
-      ev.engine = {{"path", "device"}};
+      if (opts.judges) dj = opts.judges->take(ctx, builds, plan.trials, device_sets, judge_seed);
+      const bool kept = dj != nullptr;
+      if (!dj) dj = std::make_unique<device_judge>(ctx, builds, plan.trials, device_sets, judge_seed);
+      ev.engine = {{"path", "device"}, {"judge", kept ? "kept from an earlier evaluation" : "new"}};
     } catch (const device_path_unavailable& e) {
       ev.engine = {{"path", "host"}, {"why", e.what()}};
       ev.review.push_back(fmt::format("evaluated through the host (slower), not on the GPU: {}", e.what()));
@@ -146,9 +149,16 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   if (auto f = process_failure(verify.outcome, "a verification call", plan.trials)) rec.check(*f);
   ev.phases["judge_s"] = verify.judge_s;
   // The judge's confinement once it has ended (it may live on through timing).
+  // A search's judge is kept for its next evaluation (judge_keeper.hpp) once every worker of
+  // this candidate has ended.
   auto end_judge = [&] {
     timing_workers.reset(); // unused ones are killed first: they hold the judge's sets
-    if (dj) ev.confinement["judge"] = dj->finish();
+    if (dj && opts.judges) {
+      ev.confinement["judge"] = dj->confinement();
+      opts.judges->keep(std::move(dj));
+    } else if (dj) {
+      ev.confinement["judge"] = dj->finish();
+    }
     dj.reset();
   };
   const bool any_output = dj ? std::any_of(ev.checks.begin(), ev.checks.end(),

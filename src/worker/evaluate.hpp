@@ -48,6 +48,8 @@ struct device_lease {
   std::shared_ptr<void> hold; // the lane's lock
 };
 
+class judge_keeper;
+
 struct evaluate_options {
   std::filesystem::path worker_exe;       // empty: default_worker_exe()
   std::optional<std::uint64_t> seed;      // fixes every trial's seed (reproduce a failure); else fresh randomness
@@ -58,6 +60,9 @@ struct evaluate_options {
   bool sanitize = false;                  // compute-sanitizer on a candidate that passed verification (worker/sanitize.hpp)
   int device = 0;                         // device ordinal for the workers, when there is no acquire_device
   bool reuse_torch_baselines = false;     // [torch] problems: reuse eager/compile timings under an hour old (searches)
+  /// Judges kept between the evaluations of a search or a check (judge_keeper.hpp); none: a
+  /// new judge for this evaluation, ended with it.
+  std::shared_ptr<judge_keeper> judges;
   /// Called once the builds are done and before the first worker starts; the evaluation
   /// holds the lease until its last worker has ended. Empty: use `device`, no gate.
   std::function<device_lease()> acquire_device;

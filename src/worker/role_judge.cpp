@@ -11,6 +11,7 @@
 //   {"cmd":"snapshot","set":s}            the call's answer, copied as soon as it returned -> "snapped"
 //   {"cmd":"judge","set":s,"trial":t,"run":r,"timed":b}  checks of that answer -> "check"..., "judged"
 //   {"cmd":"drop","trial":t}              trial t's truth no longer needed
+//   {"cmd":"reset","trials":[...],"canary_seed":x}  the next evaluation of a search -> "reset"
 // A [torch] problem has no reference library here: the parent has the bridge's helper run
 // the module on an exchange buffer this process shares (fd after the sets'; its offsets in
 // "ready"), trial by trial, before the trial is first loaded (bridge/torch_device.hpp):
@@ -98,7 +99,6 @@ public:
     }
     for (auto& tj : job["trials"]) m_trials.push_back(trial_of(tj));
     m_ordinal = job.value("device", 0);
-    std::mt19937_64 canary(job.value("canary_seed", std::uint64_t{1}));
     const int nsets = job.value("sets", 1);
     // What this path holds on the device: the sets, every trial's truth (inputs, reference and
     // oracle outputs) and the candidate's workers' copies of a set's size. Refused up front
@@ -115,18 +115,8 @@ public:
     if (need > free_b)
       KFORGE_THROW(worker, "the GPU-resident path needs about {:.1f} GiB of device memory, {:.1f} GiB are free",
                    need / 1073741824.0, free_b / 1073741824.0);
-    for (int s = 0; s < nsets; ++s) {
-      m_sets.push_back(device::shared_memory::allocate(m_ordinal, m_layout.bytes));
-      // Random canaries before and after every tensor: a candidate cannot restore a guard it
-      // overwrote. Only the guards are held here, never a set's worth of host memory.
-      std::vector<std::uint8_t> c(guard_offsets().size() * guard);
-      for (auto& b : c) b = static_cast<std::uint8_t>(canary());
-      for (std::size_t i = 0; i < guard_offsets().size(); ++i)
-        m_dev.upload(set_base(s) + guard_offsets()[i], c.data() + i * guard, guard);
-      m_canaries.push_back(std::move(c));
-      m_set_trial.push_back(-1);
-      m_first.emplace_back();
-    }
+    for (int s = 0; s < nsets; ++s) m_sets.push_back(device::shared_memory::allocate(m_ordinal, m_layout.bytes));
+    fresh_guards(job.value("canary_seed", std::uint64_t{1}));
     if (!m_libs) m_exchange = device::shared_memory::allocate(m_ordinal, m_exchange_layout["bytes"]);
     for (std::size_t k = 0; k < m_layout.output_bytes.size(); ++k) m_snap.emplace_back(m_dev, m_layout.output_bytes[k]);
     m_partials = dev_buffer(m_dev, sizeof(kf_scan) * std::max<std::uint64_t>(1, m_k.scan_blocks(max_numel())));
@@ -154,6 +144,11 @@ public:
       const auto cmd = nlohmann::json::parse(line, nullptr, false);
       const std::string what = cmd.is_object() ? cmd.value("cmd", "") : "";
       if (what == "finish") return;
+      if (what == "reset") {
+        reset(cmd.value("trials", nlohmann::json::array()), cmd.value("canary_seed", std::uint64_t{1}));
+        m_ch.send({{"type", "reset"}});
+        continue;
+      }
       const int s = cmd.value("set", -1);
       if (what != "drop" && what != "draw" && what != "truth" && (s < 0 || s >= static_cast<int>(m_sets.size())))
         KFORGE_THROW(worker, "judge: no set {} in '{}'", s, line.substr(0, 200));
@@ -188,6 +183,41 @@ public:
   }
 
 private:
+  // Random canaries before and after every tensor of every set, new for each evaluation: a
+  // candidate cannot restore a guard it overwrote. Only the guards are held here, never a
+  // set's worth of host memory.
+  void fresh_guards(std::uint64_t seed) {
+    std::mt19937_64 canary(seed);
+    m_canaries.clear();
+    m_set_trial.assign(m_sets.size(), -1);
+    m_first.clear();
+    m_first.resize(m_sets.size());
+    for (std::size_t s = 0; s < m_sets.size(); ++s) {
+      std::vector<std::uint8_t> c(guard_offsets().size() * guard);
+      for (auto& b : c) b = static_cast<std::uint8_t>(canary());
+      for (std::size_t i = 0; i < guard_offsets().size(); ++i)
+        m_dev.upload(set_base(static_cast<int>(s)) + guard_offsets()[i], c.data() + i * guard, guard);
+      m_canaries.push_back(std::move(c));
+    }
+  }
+
+  // The next evaluation of a search (judge_keeper.hpp): its trials, no truth of the last one,
+  // fresh canaries. The last candidate's workers have ended; the sets are reloaded and poisoned
+  // before every call anyway.
+  void reset(const nlohmann::json& trials, std::uint64_t canary_seed) {
+    if (trials.size() != m_trials.size())
+      KFORGE_THROW(worker, "judge: {} trials, planned for {}", trials.size(), m_trials.size()); // the memory check's count
+    m_trials.clear();
+    for (auto& tj : trials) m_trials.push_back(trial_of(tj));
+    m_truth.clear();
+    m_drawn = {};
+    m_drawn_trial = -1;
+    m_snapped = -1;
+    fresh_guards(canary_seed);
+    for (int s = 0; s < static_cast<int>(m_sets.size()); ++s) poison(s);
+    m_dev.synchronize();
+  }
+
   std::uint64_t max_numel() const {
     std::uint64_t n = 1;
     for (auto* t : m_p.outputs()) n = std::max<std::uint64_t>(n, static_cast<std::uint64_t>(t->numel()));

@@ -373,6 +373,12 @@ std::optional<nlohmann::json> worker_session::wait_for(const std::string& type) 
   return got;
 }
 
+nlohmann::json worker_session::confinement() const {
+  auto c = parse_report(m->report);
+  if (c.is_null() && !m->unconfined_reason.empty()) c = {{"unconfined", m->unconfined_reason}};
+  return c;
+}
+
 worker_outcome worker_session::finish() {
   KFORGE_ASSERT(!m->finished);
   if (m->stopped) resume();

@@ -124,6 +124,9 @@ public:
   /// @return its header; nothing when the worker ended, broke the protocol or was killed by
   /// the watchdog first (finish() says which).
   [[nodiscard]] std::optional<nlohmann::json> wait_for(const std::string& type);
+  /// The confinement report its launcher wrote so far (the layers in force are reported at
+  /// start): what finish() would say of them, for a worker that lives on.
+  [[nodiscard]] nlohmann::json confinement() const;
   /// Closes stdin, reads until the worker ends (under the watchdog), kills whatever is left
   /// of its process group and classifies how it ended. Call once.
   [[nodiscard]] worker_outcome finish();

@@ -13,6 +13,7 @@
 #include "gpu/both_paths.hpp"
 #include "test_util.hpp"
 #include "worker/evaluate.hpp"
+#include "worker/judge_keeper.hpp"
 
 #include <gtest/gtest.h>
 
@@ -250,4 +251,45 @@ TEST(gpu_device_path, timing_reverifies_timed_calls_through_the_judge) {
   const auto cheat =
       worker::evaluate(p, test::source_dir() / "tests" / "adversarial" / "cuda" / "caches_once_buffers_rotate.cu", o);
   EXPECT_EQ(cheat.status, "timed_output") << cheat.message;
+}
+
+// A search's judge (judge_keeper.hpp): kept between candidates, it gives each new trials, no
+// truth of the last one's and fresh canaries, so a guard-breaking candidate in between changes
+// nothing for the next; verdicts equal a fresh judge's.
+TEST(gpu_device_path, a_kept_judge_serves_the_next_candidate_with_fresh_trials_and_guards) {
+  test::cache_env cache;
+  const auto p = softmax_small();
+  const auto cuda = test::source_dir() / "tests" / "adversarial" / "cuda";
+  const auto seed = test::source_dir() / "problems" / "softmax" / "seed.cu";
+  auto keeper = std::make_shared<worker::judge_keeper>();
+  worker::evaluate_options o;
+  o.worker_exe = test::worker_binary();
+  o.trials_per_case = 1;
+  o.time = false;
+  o.timeout_s = 20;
+  o.judges = keeper;
+  auto judge_of = [](const worker::evaluation& ev) { return ev.engine.value("judge", ""); };
+  const auto a = worker::evaluate(p, seed, o);
+  EXPECT_TRUE(a.passed()) << a.message;
+  EXPECT_EQ(judge_of(a), "new");
+  EXPECT_EQ(keeper->size(), 1u);
+  for (auto c : {cuda / "write_past_end.cu", cuda / "zeros.cu", cuda / "overwrites_while_judged.cu", seed}) {
+    auto fresh = o;
+    fresh.judges = nullptr;
+    fresh.seed = 77;
+    auto kept = o;
+    kept.seed = 77;
+    const auto k = worker::evaluate(p, c, kept);
+    const auto f = worker::evaluate(p, c, fresh);
+    EXPECT_EQ(judge_of(k), "kept from an earlier evaluation") << c.filename();
+    EXPECT_EQ(k.status, f.status) << c.filename() << "\n kept: " << k.message << "\n fresh: " << f.message;
+    EXPECT_EQ(k.checks.size(), f.checks.size()) << c.filename();
+    std::printf("  %-28s kept %-16s fresh %-16s (oracle %.2f s vs %.2f s)\n", c.filename().c_str(), k.status.c_str(),
+                f.status.c_str(), k.phases.value("oracle_s", 0.0), f.phases.value("oracle_s", 0.0));
+  }
+  o.time = true; // timing's workers map the kept judge's sets too
+  o.time_budget_s = 0.3;
+  const auto t = worker::evaluate(p, seed, o);
+  EXPECT_TRUE(t.passed()) << t.message;
+  EXPECT_NE(t.timing("candidate"), nullptr);
 }
