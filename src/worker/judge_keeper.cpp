@@ -19,6 +19,7 @@ std::unique_ptr<device_judge> judge_keeper::take(const worker_context& ctx, cons
     auto it = m_idle.find(device_judge::key_of(ctx, builds, sets, trials.size()));
     if (it == m_idle.end()) return nullptr;
     j = std::move(it->second);
+    std::erase(m_order, it->first);
     m_idle.erase(it);
   }
   try {
@@ -31,15 +32,23 @@ std::unique_ptr<device_judge> judge_keeper::take(const worker_context& ctx, cons
 
 void judge_keeper::keep(std::unique_ptr<device_judge> j) {
   if (!j) return;
-  std::unique_ptr<device_judge> older;
+  std::vector<std::unique_ptr<device_judge>> ended;
   {
     std::lock_guard lock(m_mutex);
-    auto& slot = m_idle[j->key()];
-    older = std::move(slot);
+    const std::string key = j->key();
+    std::erase(m_order, key);
+    m_order.push_back(key);
+    auto& slot = m_idle[key];
+    if (slot) ended.push_back(std::move(slot));
     slot = std::move(j);
+    while (m_idle.size() > std::max<std::size_t>(m_max, 1)) {
+      ended.push_back(std::move(m_idle[m_order.front()]));
+      m_idle.erase(m_order.front());
+      m_order.erase(m_order.begin());
+    }
   }
-  if (older) try {
-      (void)older->finish();
+  for (auto& e : ended) try { // outside the lock: ending a judge waits for its process
+      if (e) (void)e->finish();
     } catch (...) {
     }
 }
