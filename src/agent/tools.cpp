@@ -15,7 +15,6 @@
 #include "search/record.hpp"
 #include "search/strategy.hpp"
 #include "store/store.hpp"
-#include "worker/judge_keeper.hpp"
 #include "worker/profile_run.hpp"
 
 #include <fmt/format.h>
@@ -468,15 +467,11 @@ tool evaluate_tool(const std::filesystem::path& db_path) {
   props["sanitize"] = {{"type", "boolean"},
                        {"description", "CUDA: also run compute-sanitizer after verification passes (slow)"}};
   t.input_schema = {{"type", "object"}, {"properties", props}, {"required", {"problem"}}, {"additionalProperties", false}};
-  // An agent's loop, like a search, keeps its judge between evaluations: the latest one only
-  // (an idle judge holds a CUDA context and its sets' device memory while the agent thinks).
-  auto judges = std::make_shared<worker::judge_keeper>(1);
-  t.run = [db_path, judges](const json& args, const call_context& ctx) {
+  t.run = [db_path](const json& args, const call_context& ctx) {
     const auto p = load_problem(args);
     const auto c = candidate_of(args, p);
     store::store db(db_path);
     worker::evaluate_options eo;
-    eo.judges = judges;
     eo.time = args.value("time", true);
     eo.trials_per_case = args.value("trials", 0);
     eo.time_budget_s = args.value("time_budget_s", 0.0);

@@ -19,7 +19,6 @@ std::unique_ptr<device_judge> judge_keeper::take(const worker_context& ctx, cons
     auto it = m_idle.find(device_judge::key_of(ctx, builds, sets, trials.size()));
     if (it == m_idle.end()) return nullptr;
     j = std::move(it->second);
-    std::erase(m_order, it->first);
     m_idle.erase(it);
   }
   try {
@@ -32,23 +31,15 @@ std::unique_ptr<device_judge> judge_keeper::take(const worker_context& ctx, cons
 
 void judge_keeper::keep(std::unique_ptr<device_judge> j) {
   if (!j) return;
-  std::vector<std::unique_ptr<device_judge>> ended;
+  std::unique_ptr<device_judge> older;
   {
     std::lock_guard lock(m_mutex);
-    const std::string key = j->key();
-    std::erase(m_order, key);
-    m_order.push_back(key);
-    auto& slot = m_idle[key];
-    if (slot) ended.push_back(std::move(slot));
+    auto& slot = m_idle[j->key()];
+    older = std::move(slot);
     slot = std::move(j);
-    while (m_idle.size() > std::max<std::size_t>(m_max, 1)) {
-      ended.push_back(std::move(m_idle[m_order.front()]));
-      m_idle.erase(m_order.front());
-      m_order.erase(m_order.begin());
-    }
   }
-  for (auto& e : ended) try { // outside the lock: ending a judge waits for its process
-      if (e) (void)e->finish();
+  if (older) try {
+      (void)older->finish();
     } catch (...) {
     }
 }

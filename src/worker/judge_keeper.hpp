@@ -13,15 +13,12 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <vector>
 
 namespace kforge::worker {
 
 class judge_keeper {
 public:
-  /// At most `max_kept` judges are kept (each holds a CUDA context and its sets on a device);
-  /// keeping one more ends the one kept longest ago.
-  explicit judge_keeper(std::size_t max_kept = 2) : m_max(max_kept) {}
+  judge_keeper() = default;
   ~judge_keeper();
   judge_keeper(const judge_keeper&) = delete;
   judge_keeper& operator=(const judge_keeper&) = delete;
@@ -30,17 +27,14 @@ public:
   /// trials; nullptr when none is kept or the kept one no longer answers.
   [[nodiscard]] std::unique_ptr<device_judge> take(const worker_context& ctx, const role_artifacts& builds,
                                                    const nlohmann::json& trials, int sets, std::uint64_t canary_seed);
-  /// Keeps `j` for the next evaluation; one judge per key (an older one is ended), at most
-  /// max_kept in all.
+  /// Keeps `j` for the next evaluation; one judge per key (an older one is ended).
   void keep(std::unique_ptr<device_judge> j);
   /// How many judges are kept now.
   [[nodiscard]] std::size_t size();
 
 private:
   std::mutex m_mutex;
-  std::size_t m_max;
   std::map<std::string, std::unique_ptr<device_judge>> m_idle;
-  std::vector<std::string> m_order; // keys, the longest kept first
 };
 
 } // namespace kforge::worker
