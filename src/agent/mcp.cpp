@@ -315,7 +315,12 @@ void mcp_server::run_call(const std::shared_ptr<call>& c) {
   } else {
     send_for(*c, result_response(c->id, call_result(r)), true);
   }
-  c->done = true;
+  {
+    // Under the mutex: reap(true) checks `done` under it and then waits; set between its check
+    // and its wait, the notification was lost and a SIGTERM'd server never exited.
+    std::lock_guard lock(m_mutex);
+    c->done = true;
+  }
   m_changed.notify_all();
 }
 
