@@ -2,7 +2,7 @@
 # What one call of the lent GPU runs (build here, carry dist/): the GPU tests, a
 # calibration, kforge's own evaluation latency, and the GPU problems' seeds.
 # Results go to $OUT (or ./device-out). Knobs: DEVICE_TORCH=1 (bridge tests, DEVICE_PARITY
-# problems), DEVICE_SUITE=1 (bench/kernelbench), SKIP_GPU_TESTS, SKIP_CALIBRATE, SKIP_LATENCY,
+# problems), DEVICE_SUITE=1 (bench/kernelbench), DEVICE_CHECK_SPEED=1 (bench/check_speed.sh; CHECK_HOST=0 skips the host path), SKIP_GPU_TESTS, SKIP_CALIBRATE, SKIP_LATENCY,
 # SKIP_SANITIZE, GPU_FILTER/GPU_TIMEOUT (a gtest filter and limit for the GPU tests), DEVICE_PROBLEMS/OPTIMIZE/PROFILE/EXTRA/CHECK (see below), DEVICE_TOOL_PROBE=1
 # (bench/tool_confinement/probe.sh; KFORGE_TOOL_SANDBOX=off runs the tools unconfined). Always: kforge doctor and
 # bench_confine_start (what confinement is in force there, and what it costs per start).
@@ -38,6 +38,10 @@ for p in ${DEVICE_PARITY:-}; do
   echo "=== parity $p: the seed timed by kforge's worker and by the bridge's timer"
   /usr/bin/time -f '%e s wall' timeout 300 dist/kforge eval problems/$p problems/$p/seed.cu --torch-parity --time-budget 2 | grep -E "parity|time  |verify"
 done
+fi
+if [ -n "${DEVICE_CHECK_SPEED:-}" ]; then
+echo "=== kforge check of KernelBench files: device path and host (bench/check_speed.sh)"
+KFORGE=dist/kforge HOST=${CHECK_HOST:-1} timeout ${CHECK_TIMEOUT:-540} bench/check_speed.sh | tee "$OUT/check_speed.txt"
 fi
 if [ -n "${DEVICE_SUITE:-}" ]; then
 echo "=== KernelBench-format suite"
