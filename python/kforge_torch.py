@@ -275,13 +275,32 @@ class Bridge:
                 dst.copy_(src.reshape(dst.shape).to(dst.dtype))
 
     def args(self, tensors, prefix, device, widen):
+        """forward()'s arguments on `device`, floating ones in float64 when `widen`; each its own
+        copy, so a module that writes to its inputs changes nothing its next run sees."""
         out = []
         for n in self.inputs:
-            x = tensors[prefix + n].to(device)
+            src = tensors[prefix + n]
+            x = src.to(device)
             if widen and x.is_floating_point():
                 x = x.double()
+            if x.numel() and x.data_ptr() == src.data_ptr():
+                x = x.clone()
             out.append(x)
         return out
+
+    def reference_and_oracle(self, device):
+        """The module at the problem's dtype (the reference) and in float64 (the oracle)."""
+        return self.model(device, None if self.dtype == torch.float32 else self.dtype), self.model(device, torch.float64)
+
+    def run(self, m, tensors, prefix, device, widen, trial):
+        """One run of `m` on a trial's tensors, its parameters loaded from them: its outputs."""
+        self.load_state(m, tensors, prefix, device)
+        torch.manual_seed(trial)  # a module that draws (dropout) draws the same in both
+        with torch.no_grad():
+            ys = as_outputs(m(*self.args(tensors, prefix, device, widen)))
+        if len(ys) != len(self.outputs):
+            raise RuntimeError(f"forward() returned {len(ys)} tensors; the problem declares {len(self.outputs)}")
+        return ys
 
 
 def cmd_run(req):
@@ -291,20 +310,12 @@ def cmd_run(req):
     if dev.startswith("cuda"):
         torch.cuda.set_device(torch.device(dev))
     tensors = read_safetensors(req["inputs_file"])
-    ref = b.model(dev, None)
-    orc = b.model(dev, torch.float64)
-    if b.dtype != torch.float32:
-        ref = ref.to(b.dtype)
+    ref, orc = b.reference_and_oracle(dev)
     result = {}
     for trial in req["trials"]:
         prefix = f"{trial}/"
         for label, m, widen in (("reference", ref, False), ("oracle", orc, True)):
-            b.load_state(m, tensors, prefix, dev)
-            torch.manual_seed(trial)  # a module that draws (dropout) draws the same in both
-            with torch.no_grad():
-                ys = as_outputs(m(*b.args(tensors, prefix, dev, widen)))
-            if len(ys) != len(b.outputs):
-                raise RuntimeError(f"forward() returned {len(ys)} tensors; the problem declares {len(b.outputs)}")
+            ys = b.run(m, tensors, prefix, dev, widen, trial)
             for spec, y in zip(b.outputs, ys):
                 want = KF_NAMES[spec["dtype"]]
                 if label == "oracle" and want.is_floating_point and spec.get("follows_real", True):
@@ -436,26 +447,17 @@ def cmd_run_shared(req):
     inputs = {k[3:]: t for k, t in views.items() if k.startswith("in/")}
     models = _SHARED["models"]  # built once per mapping: the parameters are reloaded every run
     if "reference" not in models:
-        models["reference"] = b.model(dev, None if b.dtype == torch.float32 else b.dtype)
-        models["oracle"] = b.model(dev, torch.float64)
+        models["reference"], models["oracle"] = b.reference_and_oracle(dev)
     trial = int(req.get("trial", 0))
     for label, widen in (("reference", False), ("oracle", True)):
-        m = models[label]
-        b.load_state(m, inputs, "", dev)
-        # Its own copies: a module that writes to its inputs must not change the next run's.
-        args = [x.double() if widen and x.is_floating_point() else x.clone() for x in b.args(inputs, "", dev, False)]
-        torch.manual_seed(trial)  # a module that draws (dropout) draws the same in both
-        with torch.no_grad():
-            ys = as_outputs(m(*args))
-        if len(ys) != len(b.outputs):
-            raise RuntimeError(f"forward() returned {len(ys)} tensors; the problem declares {len(b.outputs)}")
+        ys = b.run(models[label], inputs, "", dev, widen, trial)
         for spec, y in zip(b.outputs, ys):
             dst = views[f"{label}/{spec['name']}"]
             if y.numel() != dst.numel():
                 raise RuntimeError(f"output '{spec['name']}' of the module has shape {list(y.shape)}; the problem "
                                    f"declares {list(dst.shape)}")
             dst.copy_(y.detach().reshape(dst.shape))
-        del args, ys
+        del ys
     torch.cuda.synchronize(dev)
     return {"device_name": torch.cuda.get_device_name(dev)}
 
@@ -576,7 +578,7 @@ def cmd_time(req):
             if sj["kind"] in ("eager", "compile"):
                 m = b.model(dev, None if b.dtype == torch.float32 else b.dtype)
                 b.load_state(m, tensors, "0/", dev)
-                sets = [[x.clone() for x in b.args(tensors, f"{r}/", dev, False)] for r in range(rotations)]
+                sets = [b.args(tensors, f"{r}/", dev, False) for r in range(rotations)]
                 fn = m
                 if sj["kind"] == "compile":
                     fn = torch.compile(m, mode=sj.get("mode") or None)

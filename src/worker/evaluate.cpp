@@ -148,9 +148,8 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   phase_done("verify_s", verify.judge_s);
   if (auto f = process_failure(verify.outcome, "a verification call", plan.trials)) rec.check(*f);
   ev.phases["judge_s"] = verify.judge_s;
-  // The judge's confinement once it has ended (it may live on through timing).
-  // A search's judge is kept for its next evaluation (judge_keeper.hpp) once every worker of
-  // this candidate has ended.
+  // The judge ends once every worker of this candidate has (it may live on through timing),
+  // or, in a search, is kept for the next evaluation (judge_keeper.hpp).
   auto end_judge = [&] {
     timing_workers.reset(); // unused ones are killed first: they hold the judge's sets
     if (dj && opts.judges) {

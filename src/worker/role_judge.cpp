@@ -202,8 +202,8 @@ private:
   }
 
   // The next evaluation of a search (judge_keeper.hpp): its trials, no truth of the last one,
-  // fresh canaries. The last candidate's workers have ended; the sets are reloaded and poisoned
-  // before every call anyway.
+  // fresh canaries, every set poisoned (each load poisons again). The last candidate's workers
+  // have ended.
   void reset(const nlohmann::json& trials, std::uint64_t canary_seed) {
     if (trials.size() != m_trials.size())
       KFORGE_THROW(worker, "judge: {} trials, planned for {}", trials.size(), m_trials.size()); // the memory check's count

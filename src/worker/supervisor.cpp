@@ -394,10 +394,8 @@ worker_outcome worker_session::finish() {
   close_fd(m->out_r);
   close_fd(m->rep_r);
   auto& out = m->out;
-  out.confinement = parse_report(m->report);
+  out.confinement = confinement();
   out.sandbox_ended = ended_by_sandbox(m->report);
-  if (out.confinement.is_null() && !m->unconfined_reason.empty())
-    out.confinement = {{"unconfined", m->unconfined_reason}};
   const int status = m->status;
   out.wall_s = m->elapsed();
   if (WIFSIGNALED(status)) out.signal = WTERMSIG(status);
