@@ -10,10 +10,11 @@ Commands (the request and answer are JSON; tensors cross in safetensors files):
             inputs, parameters, buffers and outputs are, and its FLOPs
   run       the module on each trial's inputs at the problem's dtype (the reference) and
             in float64 (the oracle)
-  map, run_shared, unmap   (serve only) the GPU-resident path: GPU memory an evaluation's
-            judge shares by file descriptor (CUDA VMM; the fd arrives on descriptor 4) is
-            mapped once; run_shared runs the module on the inputs there and writes its outputs
-            there; unmap lets it go. No tensor crosses the host.
+  map, run_shared, stage, unmap   (serve only) the GPU-resident path: GPU memory an
+            evaluation's judge shares by file descriptor (CUDA VMM; the fd arrives on
+            descriptor 4) is mapped once; run_shared runs the module on the inputs there and
+            writes its outputs there; stage copies the inputs there as a timing rotation, for
+            a "time" with "staged" instead of a file; unmap lets it go. No tensor crosses the host.
   time      eager, torch.compile and (for the parity check) a kforge kernel library, timed
             with kforge's protocol (src/eval/timer.cpp): CUDA events on the current stream,
             a device-wide sync on both sides of the call, the L2 scrubbed before every
@@ -429,6 +430,7 @@ def cmd_map(req):
 def cmd_unmap(req):
     mem = _SHARED.pop("memory", None)
     _SHARED.pop("models", None)
+    _SHARED.pop("staged", None)
     if mem is not None:
         torch.cuda.synchronize()
         mem.close()
@@ -460,6 +462,22 @@ def cmd_run_shared(req):
         del ys
     torch.cuda.synchronize(dev)
     return {"device_name": torch.cuda.get_device_name(dev)}
+
+
+def cmd_stage(req):
+    """The inputs in the shared memory now (a timing rotation the judge drew there), copied as
+    rotation req["rotation"] of the next cmd_time with "staged": eager and compile are timed
+    on kforge's values without a file."""
+    mem = _SHARED.get("memory")
+    if mem is None:
+        raise RuntimeError("stage before map")
+    r = int(req["rotation"])
+    staged = _SHARED.setdefault("staged", {})
+    for v in req["views"]:
+        if v["key"].startswith("in/"):
+            staged[f"{r}/{v['key'][3:]}"] = mem.tensor(int(v["offset"]), KF_NAMES[v["dtype"]], v["shape"]).clone()
+    torch.cuda.synchronize()
+    return {}
 
 
 # ---------------------------------------------------------------------------------------
@@ -547,7 +565,12 @@ def cmd_time(req):
     cuda = dev.startswith("cuda")
     if cuda:
         torch.cuda.set_device(torch.device(dev))
-    tensors = read_safetensors(req["inputs_file"])
+    if req.get("staged"):
+        tensors = _SHARED.pop("staged", None)  # cmd_stage's copies; gone with this command
+        if tensors is None:
+            raise RuntimeError("time on staged inputs before any stage")
+    else:
+        tensors = read_safetensors(req["inputs_file"])
     rotations = int(req.get("rotations", 3))
     cfg = req.get("timing", {})
     budget = float(cfg.get("budget_s", 2.0))
@@ -670,7 +693,7 @@ def cmd_time(req):
 
 
 COMMANDS = {"probe": cmd_probe, "describe": cmd_describe, "run": cmd_run, "time": cmd_time,
-            "map": cmd_map, "run_shared": cmd_run_shared, "unmap": cmd_unmap}
+            "map": cmd_map, "run_shared": cmd_run_shared, "unmap": cmd_unmap, "stage": cmd_stage}
 
 
 def run_one(command, request_path, answer_path):

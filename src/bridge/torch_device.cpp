@@ -44,4 +44,15 @@ void device_truth::run(int trial) {
   (void)m_helper.call("run_shared", req, m_timeout_s);
 }
 
+void device_truth::stage(int r) {
+  auto req = m_request;
+  req["rotation"] = r;
+  (void)m_helper.call("stage", req, m_timeout_s);
+}
+
+nlohmann::json device_truth::time(nlohmann::json request, double timeout_s) {
+  request["staged"] = true;
+  return m_helper.call("time", request, timeout_s);
+}
+
 } // namespace kforge::bridge

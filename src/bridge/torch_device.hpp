@@ -8,6 +8,7 @@
 // its inputs changes nothing a candidate sees.
 //   bridge::device_truth dt(p, 0, fd, exchange, 120);   // exchange: the judge's offsets
 //   dt.run(trial);                                      // after the judge drew trial's inputs
+//   dt.stage(r); ... dt.time(torch_time_request(...));  // eager/compile on rotations drawn there
 #include "bridge/torch_helper.hpp"
 #include "problem/problem.hpp"
 
@@ -33,6 +34,12 @@ public:
   /// and in float64 (the oracle), its outputs written into the exchange; `trial` seeds torch's
   /// RNG, as on the host path. @throws kforge::error (problem) with the module's failure
   void run(int trial);
+  /// Copies the inputs in the exchange now (a timing rotation the judge drew there) as rotation
+  /// `r` of the next time().
+  void stage(int r);
+  /// The helper's "time" (torch_time_request) on the staged rotations instead of a file; they go
+  /// with it. @return the helper's answer (torch_timings_of)
+  nlohmann::json time(nlohmann::json request, double timeout_s);
   /// The helper's device ("NVIDIA H200").
   [[nodiscard]] const std::string& device_name() const { return m_device_name; }
 

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <random>
 
 namespace kforge::bridge {
@@ -86,29 +87,47 @@ torch_truth_result torch_truth(const problem::problem& p, std::vector<std::pair<
   return r;
 }
 
-std::vector<torch_timing> torch_time(const problem::problem& p, const std::vector<torch_subject>& subjects,
-                                     const torch_timing_config& cfg, int device_index, double timeout_s) {
-  const scratch_dir dir("time");
+std::vector<std::pair<std::string, std::uint64_t>> torch_rotations(const problem::problem& p,
+                                                                   const torch_timing_config& cfg) {
   std::mt19937_64 rng(cfg.seed);
-  std::vector<named_tensor> all;
-  for (int r = 0; r < cfg.rotations; ++r)
-    for (auto& n : named(p, fmt::format("{}/", r),
-                         eval::make_inputs(p, p.cases[r % p.cases.size()], rng(), eval::precision::nominal)))
-      all.push_back(std::move(n));
-  write_safetensors(dir / "inputs.safetensors", all);
+  std::vector<std::pair<std::string, std::uint64_t>> out;
+  for (int r = 0; r < cfg.rotations; ++r) out.emplace_back(p.cases[r % p.cases.size()].name, rng());
+  return out;
+}
+
+nlohmann::json torch_time_request(const problem::problem& p, const std::vector<torch_subject>& subjects,
+                                  const torch_timing_config& cfg, int device_index) {
   auto req = torch_request(p);
-  req["inputs_file"] = (dir / "inputs.safetensors").string();
   req["device"] = torch_device(p, device_index);
   req["rotations"] = cfg.rotations;
   req["timing"] = {{"budget_s", cfg.budget_s}, {"warmup", cfg.warmup}, {"min_samples", cfg.min_samples},
                    {"max_samples", cfg.max_samples}, {"target_rel_ci", cfg.target_rel_ci}};
   req["subjects"] = nlohmann::json::array();
   for (auto& s : subjects) req["subjects"].push_back({{"name", s.name}, {"kind", s.kind}, {"path", s.library}});
-  const auto answer = call_helper("time", req, timeout_s);
+  return req;
+}
+
+std::vector<torch_timing> torch_timings_of(const nlohmann::json& answer) {
   std::vector<torch_timing> out;
   for (auto& s : answer.value("subjects", nlohmann::json::array()))
     out.push_back({s.value("name", ""), s.value("samples", std::vector<double>{}), s.value("error", "")});
   return out;
+}
+
+std::vector<torch_timing> torch_time(const problem::problem& p, const std::vector<torch_subject>& subjects,
+                                     const torch_timing_config& cfg, int device_index, double timeout_s) {
+  const scratch_dir dir("time");
+  std::vector<named_tensor> all;
+  int r = 0;
+  for (auto& [case_name, seed] : torch_rotations(p, cfg)) {
+    const auto c = std::find_if(p.cases.begin(), p.cases.end(), [&](auto& x) { return x.name == case_name; });
+    for (auto& n : named(p, fmt::format("{}/", r++), eval::make_inputs(p, *c, seed, eval::precision::nominal)))
+      all.push_back(std::move(n));
+  }
+  write_safetensors(dir / "inputs.safetensors", all);
+  auto req = torch_time_request(p, subjects, cfg, device_index);
+  req["inputs_file"] = (dir / "inputs.safetensors").string();
+  return torch_timings_of(call_helper("time", req, timeout_s));
 }
 
 } // namespace kforge::bridge

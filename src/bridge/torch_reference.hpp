@@ -58,6 +58,15 @@ struct torch_timing_config {
 [[nodiscard]] std::vector<torch_timing> torch_time(const problem::problem& p, const std::vector<torch_subject>& subjects,
                                                    const torch_timing_config& cfg, int device_index, double timeout_s);
 
+/// The rotations' (case name, seed) that torch_time draws: the same values wherever drawn.
+[[nodiscard]] std::vector<std::pair<std::string, std::uint64_t>> torch_rotations(const problem::problem& p,
+                                                                                 const torch_timing_config& cfg);
+/// A "time" request without its inputs (torch_time adds a file; the device path stages them).
+[[nodiscard]] nlohmann::json torch_time_request(const problem::problem& p, const std::vector<torch_subject>& subjects,
+                                                const torch_timing_config& cfg, int device_index);
+/// The helper's answer to "time", subject by subject.
+[[nodiscard]] std::vector<torch_timing> torch_timings_of(const nlohmann::json& answer);
+
 /// The device string the helper runs a problem on: "cuda:N" for CUDA problems, "cpu" else.
 [[nodiscard]] std::string torch_device(const problem::problem& p, int device_index);
 

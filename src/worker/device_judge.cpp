@@ -1,6 +1,7 @@
 #include "worker/device_judge.hpp"
 
 #include "bridge/torch_device.hpp"
+#include "bridge/torch_reference.hpp"
 #include "core/error.hpp"
 #include "core/fd_passing.hpp"
 #include "core/fs.hpp"
@@ -133,6 +134,17 @@ void device_judge::load(int s, int t) {
 
 void device_judge::rotation(int s, const std::string& case_name, std::uint64_t seed) {
   command({{"cmd", "rotation"}, {"set", s}, {"case", case_name}, {"seed", seed}}, "loaded");
+}
+
+std::vector<bridge::torch_timing> device_judge::time_module(const std::vector<bridge::torch_subject>& subjects,
+                                                            const bridge::torch_timing_config& cfg, double timeout_s) {
+  KFORGE_ASSERT(m_module);
+  int r = 0;
+  for (auto& [case_name, seed] : bridge::torch_rotations(m_p, cfg)) {
+    command({{"cmd", "stage"}, {"case", case_name}, {"seed", seed}}, "staged");
+    m_module->stage(r++);
+  }
+  return bridge::torch_timings_of(m_module->time(bridge::torch_time_request(m_p, subjects, cfg, m_ctx.device), timeout_s));
 }
 
 void device_judge::poison(int s) { command({{"cmd", "poison"}, {"set", s}}, "poisoned"); }

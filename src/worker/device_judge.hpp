@@ -18,7 +18,10 @@
 
 namespace kforge::bridge {
 class device_truth;
-}
+struct torch_subject;
+struct torch_timing;
+struct torch_timing_config;
+} // namespace kforge::bridge
 
 namespace kforge::worker {
 
@@ -64,6 +67,13 @@ public:
   /// case and trial. `timed`: the outputs alone (a re-verified timed call).
   void judge(int s, int t, int run, bool timed, const check_sink& add);
   void drop(int t);
+
+  /// [torch]: whether the module runs in the bridge's helper on memory this judge shares.
+  [[nodiscard]] bool shares_module() const { return m_module != nullptr; }
+  /// [torch], shares_module(): PyTorch eager/compile timed in that helper on the rotations
+  /// torch_time would draw (bridge::torch_rotations), drawn here into the exchange: no file.
+  [[nodiscard]] std::vector<bridge::torch_timing> time_module(const std::vector<bridge::torch_subject>& subjects,
+                                                              const bridge::torch_timing_config& cfg, double timeout_s);
 
   /// The reference's error on the first trial of each case (sent as the truth is computed).
   [[nodiscard]] std::vector<case_reference_error> reference_errors() const;

@@ -215,13 +215,13 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   const std::uint64_t torch_seed = rng(); // drawn on both paths
   if (dj) {
     timing_workers->run(plan.rechecks, rec);
-    end_judge();
   } else {
     const auto timed = time_subjects(ctx, builds, plan.rechecks, budget, timing_seed, rec);
     host_judge->timed_outputs(plan.rechecks, timed);
   }
   if (p.torch && ev.timing("candidate"))
-    time_torch_reference(ctx, budget, torch_seed, opts.reuse_torch_baselines, device_model, rec);
+    time_torch_reference(ctx, budget, torch_seed, opts.reuse_torch_baselines, device_model, dj.get(), rec);
+  if (dj) end_judge();
   phase_done("timing_s");
   check_plausibility(p, device_model, rec);
   for (auto& c : ev.checks)

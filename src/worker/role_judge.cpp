@@ -17,6 +17,8 @@
 // "ready"), trial by trial, before the trial is first loaded (bridge/torch_device.hpp):
 //   {"cmd":"draw","trial":t}    trial t's inputs into the exchange, its outputs poisoned -> "drawn"
 //   {"cmd":"truth","trial":t}   the module's outputs from the exchange kept as t's truth -> "kept"
+//   {"cmd":"stage","case":c,"seed":x}  a timing rotation's inputs into the exchange, for
+//                               PyTorch eager/compile timed in the helper (no truth) -> "staged"
 // The parent stops the candidate's process group around every load and judge, so nothing
 // but work already queued on the GPU can change a set meanwhile. Between the snapshot and
 // the stop the candidate runs on for a pause (a thread that outlives the call acts then),
@@ -39,6 +41,7 @@
 #include <cuda_runtime.h>
 #endif
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -150,7 +153,7 @@ public:
         continue;
       }
       const int s = cmd.value("set", -1);
-      if (what != "drop" && what != "draw" && what != "truth" && (s < 0 || s >= static_cast<int>(m_sets.size())))
+      if (what != "drop" && what != "draw" && what != "truth" && what != "stage" && (s < 0 || s >= static_cast<int>(m_sets.size())))
         KFORGE_THROW(worker, "judge: no set {} in '{}'", s, line.substr(0, 200));
       if (what == "load") {
         load(s, cmd.value("trial", -1));
@@ -176,6 +179,9 @@ public:
       } else if (what == "truth" && !m_libs) {
         keep_module_truth(cmd.value("trial", -1));
         m_ch.send({{"type", "kept"}, {"trial", cmd.value("trial", -1)}});
+      } else if (what == "stage" && !m_libs) {
+        stage(cmd.value("case", ""), cmd.value("seed", std::uint64_t{0}));
+        m_ch.send({{"type", "staged"}});
       } else {
         KFORGE_THROW(worker, "judge: unknown command '{}'", line.substr(0, 200));
       }
@@ -362,6 +368,17 @@ private:
     m_dev.synchronize();
     m_drawn = std::move(tt);
     m_drawn_trial = t;
+  }
+
+  // [torch]: a timing rotation's values (as rotation() draws them) into the exchange's inputs,
+  // which the helper copies for its eager/compile timing; no trial, no truth.
+  void stage(const std::string& case_name, std::uint64_t seed) {
+    std::vector<void*> dst;
+    for (std::size_t k = 0; k < m_layout.inputs.size(); ++k) dst.push_back(exchange_at("inputs", k));
+    const auto c = std::find_if(m_p.cases.begin(), m_p.cases.end(), [&](auto& x) { return x.name == case_name; });
+    if (c == m_p.cases.end()) KFORGE_THROW(worker, "judge: no input case named '{}'", case_name);
+    draw_case(*c, seed, dst);
+    m_dev.synchronize();
   }
 
   // [torch]: what the module wrote into the exchange, kept as trial t's truth.

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <random>
 
@@ -26,11 +27,9 @@ namespace {
 // the same problem and module on the same device model less than an hour old: eager and
 // torch.compile do not change between a search's candidates, and compile alone takes tens
 // of seconds. `phases` says which: torch_baselines = "measured" or "cached <unix time>".
-std::vector<bridge::torch_timing> torch_baseline_timings(const problem::problem& p,
-                                                         const std::vector<bridge::torch_subject>& subjects,
-                                                         const bridge::torch_timing_config& cfg, int device,
-                                                         const std::string& device_model, bool reuse, double timeout_s,
-                                                         nlohmann::json& phases) {
+std::vector<bridge::torch_timing> torch_baseline_timings(
+    const problem::problem& p, const std::vector<bridge::torch_subject>& subjects, const std::string& device_model,
+    bool reuse, const std::function<std::vector<bridge::torch_timing>()>& measure, nlohmann::json& phases) {
   const std::string key = sha256_hex(p.toml_text + "\n" + read_file(p.torch->module) + "\n" + device_model +
                                      "\n" + std::to_string(subjects.size()));
   const auto file = cache_root() / "torch-baselines" / (key + ".json");
@@ -45,7 +44,7 @@ std::vector<bridge::torch_timing> torch_baseline_timings(const problem::problem&
       return out;
     }
   }
-  auto out = bridge::torch_time(p, subjects, cfg, device, timeout_s);
+  auto out = measure();
   phases["torch_baselines"] = "measured";
   nlohmann::json j{{"at", now}, {"subjects", nlohmann::json::array()}};
   for (auto& t : out) j["subjects"].push_back({{"subject", t.subject}, {"samples", t.samples}, {"error", t.error}});
@@ -360,15 +359,22 @@ void device_timing::run(const nlohmann::json& rechecks, recorder& rec) {
 }
 
 void time_torch_reference(const worker_context& ctx, double budget_s, std::uint64_t seed, bool reuse,
-                          const std::string& device_model, recorder& rec) {
+                          const std::string& device_model, device_judge* dj, recorder& rec) {
   const auto& p = ctx.p;
   std::vector<bridge::torch_subject> ts{{"reference", "eager", ""}};
   if (p.torch->compile) ts.push_back({"torch_compile", "compile", ""});
   bridge::torch_timing_config tc{.budget_s = budget_s, .min_samples = p.eval.min_samples,
                                  .max_samples = p.eval.max_samples, .target_rel_ci = p.eval.target_rel_ci,
                                  .seed = seed};
-  for (auto& t : torch_baseline_timings(p, ts, tc, ctx.device, device_model, reuse, ctx.timeout_s + 4 * budget_s + 600,
-                                        rec.ev.phases)) {
+  const double timeout_s = ctx.timeout_s + 4 * budget_s + 600; // torch.compile's first compile included
+  // On the GPU-resident path the judge draws the rotations into the memory it shares with the
+  // helper: no file, no host copy. Else (the host path) they go through a file.
+  const bool shared = dj && dj->shares_module();
+  const auto measure = [&] {
+    rec.ev.phases["torch_inputs"] = shared ? "device" : "file";
+    return shared ? dj->time_module(ts, tc, timeout_s) : bridge::torch_time(p, ts, tc, ctx.device, timeout_s);
+  };
+  for (auto& t : torch_baseline_timings(p, ts, device_model, reuse, measure, rec.ev.phases)) {
     if (!t.error.empty() || t.samples.empty()) {
       rec.ev.review.push_back(fmt::format("PyTorch {} could not be timed: {}",
                                           t.subject == "reference" ? "eager" : t.subject,

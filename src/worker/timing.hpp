@@ -49,9 +49,10 @@ inline constexpr int device_sets = 1 + 3 + 1;
 /// A [torch] problem's reference: eager PyTorch and (when asked) torch.compile, timed by the
 /// bridge's helper with the same protocol; one that cannot be timed is a review note, not a
 /// failure. With `reuse`, a measurement under an hour old of the same problem on the same
-/// device model is taken instead (searches: they do not change between candidates).
+/// device model is taken instead (searches: they do not change between candidates). With the
+/// evaluation's judge `dj` (GPU-resident path) the inputs are drawn there, else written to a file.
 void time_torch_reference(const worker_context& ctx, double budget_s, std::uint64_t seed, bool reuse,
-                          const std::string& device_model, recorder& rec);
+                          const std::string& device_model, device_judge* dj, recorder& rec);
 
 /// impossible_time against the device's calibrated roofline (when calibrated: ev.roofline),
 /// and a review flag for a speedup above the problem's review_speedup.

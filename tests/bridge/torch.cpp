@@ -168,6 +168,7 @@ TEST_F(imported, a_correct_candidate_passes_and_is_timed_against_eager_pytorch) 
   ASSERT_NE(ev.timing("reference"), nullptr) << "eager PyTorch is the reference's time";
   EXPECT_GT(ev.timing("reference")->samples, 0);
   EXPECT_EQ(ev.phases.value("torch_baselines", ""), "measured");
+  EXPECT_EQ(ev.phases.value("torch_inputs", ""), "file"); // the host path (a CPU problem)
   EXPECT_FALSE(ev.reference_errors.empty());
   for (auto& b : ev.builds) EXPECT_EQ(b.role, "candidate"); // no reference or oracle builds
 }

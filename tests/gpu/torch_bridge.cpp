@@ -96,6 +96,7 @@ TEST(gpu_torch_bridge, the_module_runs_on_the_device_path_with_its_parameters_as
   ASSERT_TRUE(ev.passed()) << ev.message;
   EXPECT_FALSE(ev.reference_errors.empty());
   EXPECT_NE(ev.timing("reference"), nullptr) << "eager PyTorch, timed by the bridge";
+  EXPECT_EQ(ev.phases.value("torch_inputs", ""), "device") << "eager's inputs drawn by the judge, no file";
   std::printf("  engine %s, phases %s\n", ev.engine.dump().c_str(), ev.phases.dump().c_str());
 }
 
