@@ -647,8 +647,8 @@ def cmd_time(req):
         sync()
         try:
             if cuda:
+                h0 = time.perf_counter()  # before the start event: the host interval brackets the events'
                 start_ev.record()
-                h0 = time.perf_counter()
                 call(r)
                 torch.cuda.synchronize()
                 stop_ev.record()

@@ -95,8 +95,11 @@ public:
     // Nothing earlier (poison, L2 scrub) may overlap the call, even one that ignores our stream.
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     reset_left_state();
-    check(cudaEventRecord(m_start, m_stream), "cudaEventRecord");
+    // The host clock starts before the start event is recorded and stops after the stop event
+    // completed, so it brackets the events' interval: read after the record instead, a thread
+    // descheduled between the two (seen on an H100: 60-85 us) made an honest call fail the check below.
     const auto h0 = std::chrono::steady_clock::now();
+    check(cudaEventRecord(m_start, m_stream), "cudaEventRecord");
     *rc = fn();
     // A device-wide sync before the stop event: work enqueued on any other stream, or
     // still running, lands inside the measured interval.
