@@ -24,7 +24,8 @@ std::string first_line_with(const std::string& text, const std::string& needle) 
 } // namespace
 
 role_artifacts build_roles(const problem::problem& p, const std::filesystem::path& candidate_source,
-                           bool with_baselines, const evaluate_observer& observer, std::vector<role_build>& record) {
+                           bool with_baselines, const evaluate_observer& observer, std::vector<role_build>& record,
+                           const std::function<void(const role_artifacts&)>& trusted_built) {
   const auto tb = p.backend == problem::backend_kind::cuda ? build::problem_backend::cuda : build::problem_backend::cpu;
   std::vector<std::string> input_names, output_names;
   for (auto* t : p.inputs()) input_names.push_back(t->name);
@@ -58,9 +59,10 @@ role_artifacts build_roles(const problem::problem& p, const std::filesystem::pat
   role_artifacts out;
   out.reference = f_ref ? take(*f_ref) : build::artifact{.ok = true};
   out.oracle = f_orc ? take(*f_orc) : build::artifact{.ok = true};
-  out.candidate = take(f_cand);
   if (f_kernels.valid()) out.kernels = f_kernels.get();
   else out.kernels.diagnostics = refused;
+  if (trusted_built && out.reference.ok && out.oracle.ok && out.kernels.ok) trusted_built(out);
+  out.candidate = take(f_cand);
   for (auto& f : f_base) {
     out.baselines.push_back(take(f));
     if (!out.baselines.back().ok)

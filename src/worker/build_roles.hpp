@@ -9,6 +9,7 @@
 #include "worker/evaluate.hpp"
 
 #include <filesystem>
+#include <functional>
 #include <vector>
 
 namespace kforge::worker {
@@ -26,9 +27,12 @@ struct role_artifacts {
 /// reference, oracle, candidate, baselines.
 /// @throws kforge::error (problem) when the reference, the oracle or a baseline does not
 /// compile: the problem's fault, not the candidate's.
+/// `trusted_built`, when given, is called with the reference, oracle and device kernels once
+/// they are built (the candidate maybe still compiling), so that the judge can start meanwhile.
 [[nodiscard]] role_artifacts build_roles(const problem::problem& p, const std::filesystem::path& candidate_source,
                                          bool with_baselines, const evaluate_observer& observer,
-                                         std::vector<role_build>& record);
+                                         std::vector<role_build>& record,
+                                         const std::function<void(const role_artifacts&)>& trusted_built = {});
 
 /// The build_failed check of a candidate that does not compile: its compiler's first error.
 [[nodiscard]] eval::check_result build_failure(const std::filesystem::path& candidate_source,

@@ -61,24 +61,38 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
     if (opts.observer.on_phase) opts.observer.on_phase(n.substr(0, n.size() - 2), s); // "build_s" -> "build"
   };
 
+  // 2. Trials (plan.hpp), drawn first: the judge may start during the builds.
+  auto rng = evaluation_rng(opts.seed);
+  const auto plan = plan_trials(p, trials_per_case, opts.time, rng);
+  const std::uint64_t judge_seed = rng(); // drawn on both paths: a --seed gives both the same later draws
+
   // 1. Builds, all at once (build_roles.hpp). The bridge's helper imports torch (seconds)
-  // meanwhile, for a [torch] problem.
+  // meanwhile, for a [torch] problem. A lone evaluation (no device lease to wait for, no judge
+  // kept from an earlier one) starts its judge as soon as the reference, oracle and device
+  // kernels are built: its process and CUDA start (~0.2 s) then overlap the candidate's compile.
   std::future<void> torch_warm;
   if (p.torch) torch_warm = std::async(std::launch::async, bridge::warm_helper);
+  std::future<std::unique_ptr<device_judge>> early_judge;
+  const bool judge_early = !p.torch && !opts.judges && !opts.acquire_device && device_path_refused(p).empty();
+  const auto start_judge = [&](const role_artifacts& trusted) {
+    if (!judge_early) return;
+    early_judge = std::async(std::launch::async, [&p, &opts, &plan, exe, timeout, judge_seed, trusted] {
+      const worker_context c{.p = p, .exe = exe, .device = opts.device, .timeout_s = timeout};
+      return std::make_unique<device_judge>(c, trusted, plan.trials, device_sets, judge_seed);
+    });
+  };
   phase_start("build");
-  const auto builds = build_roles(p, candidate_source, opts.time, opts.observer, ev.builds);
+  const auto builds = build_roles(p, candidate_source, opts.time, opts.observer, ev.builds, start_judge);
   phase_done("build_s");
   if (!builds.candidate.ok) {
     const auto c = build_failure(candidate_source, builds.candidate);
     rec.check(c);
     fail_with(c);
-    return ev;
+    return ev; // an early judge ends unused
   }
 
-  // 2. Trials (plan.hpp). 3. The device, held from here to the last worker, so no other
-  // evaluation verifies or times on it meanwhile (builds above ran without it).
-  auto rng = evaluation_rng(opts.seed);
-  const auto plan = plan_trials(p, trials_per_case, opts.time, rng);
+  // 3. The device, held from here to the last worker, so no other evaluation verifies or
+  // times on it meanwhile (builds above ran without it).
   for (auto& tj : plan.trials) ev.trials.push_back(tj);
   device_lease lease{.ordinal = opts.device};
   if (opts.acquire_device) lease = opts.acquire_device();
@@ -94,7 +108,6 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   std::unique_ptr<device_judge> dj;
   std::optional<judge> host_judge;
   truth host_truth;
-  const std::uint64_t judge_seed = rng(); // drawn on both paths: a --seed gives both the same later draws
   if (torch_warm.valid()) torch_warm.wait();
   phase_start("oracle");
   if (auto refused = device_path_refused(p); !refused.empty()) {
@@ -103,8 +116,12 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
     try {
       if (opts.judges) dj = opts.judges->take(ctx, builds, plan.trials, device_sets, judge_seed);
       const bool kept = dj != nullptr;
+      const bool early = early_judge.valid();
+      if (early) dj = early_judge.get(); // started during the builds
       if (!dj) dj = std::make_unique<device_judge>(ctx, builds, plan.trials, device_sets, judge_seed);
-      ev.engine = {{"path", "device"}, {"judge", kept ? "kept from an earlier evaluation" : "new"}};
+      ev.engine = {{"path", "device"}, {"judge", kept    ? "kept from an earlier evaluation"
+                                              : early ? "new, started during the builds"
+                                                      : "new"}};
     } catch (const device_path_unavailable& e) {
       ev.engine = {{"path", "host"}, {"why", e.what()}};
       ev.review.push_back(fmt::format("evaluated through the host (slower), not on the GPU: {}", e.what()));

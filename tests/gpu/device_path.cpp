@@ -282,6 +282,7 @@ TEST(gpu_device_path, a_kept_judge_serves_the_next_candidate_with_fresh_trials_a
     const auto k = worker::evaluate(p, c, kept);
     const auto f = worker::evaluate(p, c, fresh);
     EXPECT_EQ(judge_of(k), "kept from an earlier evaluation") << c.filename();
+    EXPECT_EQ(judge_of(f), "new, started during the builds") << c.filename(); // a lone evaluation's
     EXPECT_EQ(k.status, f.status) << c.filename() << "\n kept: " << k.message << "\n fresh: " << f.message;
     EXPECT_EQ(k.checks.size(), f.checks.size()) << c.filename();
     std::printf("  %-28s kept %-16s fresh %-16s (oracle %.2f s vs %.2f s)\n", c.filename().c_str(), k.status.c_str(),
