@@ -28,7 +28,8 @@ struct role_artifacts {
 /// @throws kforge::error (problem) when the reference, the oracle or a baseline does not
 /// compile: the problem's fault, not the candidate's.
 /// `trusted_built`, when given, is called with the reference, oracle and device kernels once
-/// they are built (the candidate maybe still compiling), so that the judge can start meanwhile.
+/// they are built (the candidate maybe still compiling), so that the judge can start meanwhile;
+/// on the calling thread, which a process started there must not outlive (PR_SET_PDEATHSIG).
 [[nodiscard]] role_artifacts build_roles(const problem::problem& p, const std::filesystem::path& candidate_source,
                                          bool with_baselines, const evaluate_observer& observer,
                                          std::vector<role_build>& record,

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <utility>
 
 namespace kforge::worker {
 namespace {
@@ -31,8 +32,14 @@ std::string device_path_refused(const problem::problem& p) {
 
 device_judge::device_judge(const worker_context& ctx, const role_artifacts& builds, const nlohmann::json& trials,
                            int sets, std::uint64_t canary_seed)
+    : device_judge(ctx, builds, trials, sets, canary_seed, start_only) {
+  await_ready();
+}
+
+device_judge::device_judge(const worker_context& ctx, const role_artifacts& builds, const nlohmann::json& trials,
+                           int sets, std::uint64_t canary_seed, start_only_t)
     : m_p(ctx.p), m_ctx{.p = m_p, .exe = ctx.exe, .device = ctx.device, .timeout_s = ctx.timeout_s}, m_trials(trials),
-      m_key(key_of(ctx, builds, sets, trials.size())) {
+      m_sets(sets), m_key(key_of(ctx, builds, sets, trials.size())) {
   if (!builds.kernels.ok)
     throw device_path_unavailable(fmt::format("kforge's device kernels did not build: {}",
                                               builds.kernels.diagnostics.substr(0, 400)));
@@ -68,18 +75,26 @@ device_judge::device_judge(const worker_context& ctx, const role_artifacts& buil
                      .problem = &p,
                      .share_socket = sv[1]});
   ::close(sv[1]);
+  m_share_socket = sv[0];
+}
+
+void device_judge::await_ready() {
+  KFORGE_ASSERT(m_share_socket >= 0);
+  const int share = std::exchange(m_share_socket, -1);
+  const auto& p = m_p;
+  const int sets = m_sets;
   // The fds come first on the socket, then "ready" on the channel; an error instead means this
   // machine cannot share device memory (or the reference does not load).
   const auto ready = m_session->wait_for("ready");
   if (!ready) {
-    ::close(sv[0]);
+    ::close(share);
     const auto end = m_session->finish();
     const std::string why = !m_error.empty() ? m_error : fmt::format("the judge {} ({})", worker_end_name(end.end), end.detail);
     if (why.rfind("reference: ", 0) == 0) KFORGE_THROW(problem, "{}: {}", p.reference.string(), why);
     throw device_path_unavailable(why);
   }
-  auto got = recv_fds(sv[0]);
-  ::close(sv[0]);
+  auto got = recv_fds(share);
+  ::close(share);
   m_fds = std::move(got.fds);
   m_set_bytes = ready->value("set_bytes", std::size_t{0});
   if (const auto got_n = m_fds.size(); static_cast<int>(got_n) != sets + (p.torch ? 1 : 0)) {
@@ -93,7 +108,7 @@ device_judge::device_judge(const worker_context& ctx, const role_artifacts& buil
     const int fd = m_fds.back();
     m_fds.pop_back();
     try {
-      m_module = std::make_unique<bridge::device_truth>(p, ctx.device, fd, (*ready)["exchange"], ctx.timeout_s * 4);
+      m_module = std::make_unique<bridge::device_truth>(p, m_ctx.device, fd, (*ready)["exchange"], m_ctx.timeout_s * 4);
     } catch (const error& e) {
       ::close(fd);
       for (int f : m_fds) ::close(f);
@@ -107,6 +122,7 @@ device_judge::device_judge(const worker_context& ctx, const role_artifacts& buil
 }
 
 device_judge::~device_judge() {
+  if (m_share_socket >= 0) ::close(m_share_socket);
   for (int fd : m_fds) ::close(fd);
 }
 

@@ -46,6 +46,15 @@ public:
   /// when the reference cannot be loaded
   device_judge(const worker_context& ctx, const role_artifacts& builds, const nlohmann::json& trials, int sets,
                std::uint64_t canary_seed);
+  /// Starts the judge's process and returns at once; await_ready() finishes what the other
+  /// constructor does. Call both on the thread that keeps the judge: the process ends with the
+  /// thread that started it (PR_SET_PDEATHSIG follows the parent thread).
+  struct start_only_t {};
+  static constexpr start_only_t start_only{};
+  device_judge(const worker_context& ctx, const role_artifacts& builds, const nlohmann::json& trials, int sets,
+               std::uint64_t canary_seed, start_only_t);
+  /// @throws as the first constructor
+  void await_ready();
   ~device_judge();
   device_judge(const device_judge&) = delete;
   device_judge& operator=(const device_judge&) = delete;
@@ -96,6 +105,8 @@ private:
   worker_context m_ctx; // on m_p
   nlohmann::json m_trials;
   std::unique_ptr<worker_session> m_session;
+  int m_share_socket = -1; // until await_ready(): where the judge sends the sets' fds
+  int m_sets = 0;
   std::vector<int> m_fds;
   std::size_t m_set_bytes = 0;
   check_sink m_add; // where the current judge command's checks go

@@ -72,14 +72,19 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   // kernels are built: its process and CUDA start (~0.2 s) then overlap the candidate's compile.
   std::future<void> torch_warm;
   if (p.torch) torch_warm = std::async(std::launch::async, bridge::warm_helper);
-  std::future<std::unique_ptr<device_judge>> early_judge;
+  // Started here, on the thread that keeps it (its process ends with the thread that forked it),
+  // and awaited after the builds.
+  std::unique_ptr<device_judge> early_judge;
   const bool judge_early = !p.torch && !opts.judges && !opts.acquire_device && device_path_refused(p).empty();
   const auto start_judge = [&](const role_artifacts& trusted) {
     if (!judge_early) return;
-    early_judge = std::async(std::launch::async, [&p, &opts, &plan, exe, timeout, judge_seed, trusted] {
+    try {
       const worker_context c{.p = p, .exe = exe, .device = opts.device, .timeout_s = timeout};
-      return std::make_unique<device_judge>(c, trusted, plan.trials, device_sets, judge_seed);
-    });
+      early_judge = std::make_unique<device_judge>(c, trusted, plan.trials, device_sets, judge_seed,
+                                                   device_judge::start_only);
+    } catch (const std::exception&) {
+      // not started: the device path below starts one and reports why, if it cannot
+    }
   };
   phase_start("build");
   const auto builds = build_roles(p, candidate_source, opts.time, opts.observer, ev.builds, start_judge);
@@ -116,8 +121,11 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
     try {
       if (opts.judges) dj = opts.judges->take(ctx, builds, plan.trials, device_sets, judge_seed);
       const bool kept = dj != nullptr;
-      const bool early = early_judge.valid();
-      if (early) dj = early_judge.get(); // started during the builds
+      const bool early = early_judge != nullptr;
+      if (early) {
+        dj = std::move(early_judge); // started during the builds
+        dj->await_ready();
+      }
       if (!dj) dj = std::make_unique<device_judge>(ctx, builds, plan.trials, device_sets, judge_seed);
       ev.engine = {{"path", "device"}, {"judge", kept    ? "kept from an earlier evaluation"
                                               : early ? "new, started during the builds"
