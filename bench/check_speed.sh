@@ -25,6 +25,7 @@ for f in ${@:-bench/kernelbench/relu.py bench/kernelbench/conv_relu_pool.py}; do
       timeout "${LIMIT:-240}" bench/tree_rss.py "$K" --db "$tmp/k.db" check "$tmp/$n" --json > "$tmp/out.json" 2> "$tmp/err.txt"
     wall=$(tail -1 "$tmp/time")
     tree=$(grep -o 'PEAK_TREE_RSS_MB [0-9]*' "$tmp/err.txt" | awk '{print $2}')
+    grep PEAK_TREE_PARTS "$tmp/err.txt" | sed "s/^/  $n $path: /" >&2 # which processes made the peak
     python3 - "$tmp/out.json" "$n" "$path" "$wall" "${tree:-0}" <<'PY'
 import json, sys
 n, path, wall, tree = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]

@@ -18,6 +18,7 @@ for p in ${@:-matmul layernorm conv_relu_pool softmax}; do
   /usr/bin/time -f '%M %e' -o "$tmp/time" bench/tree_rss.py "$K" --db "$tmp/k.db" eval "problems/$p" "problems/$p/seed.cu" --json > "$tmp/out.json" 2> "$tmp/err.txt"
   read -r rss wall < <(tail -1 "$tmp/time") # the last line: a failed command's status line comes first
   tree=$(grep -o 'PEAK_TREE_RSS_MB [0-9]*' "$tmp/err.txt" | awk '{print $2}')
+  grep PEAK_TREE_PARTS "$tmp/err.txt" | sed "s/^/  $p: /" >&2 # which processes made the peak
   python3 - "$tmp/out.json" "$p" "$rss" "$wall" "${tree:-0}" <<'PY'
 import json, sys
 p, rss, wall, tree = sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
