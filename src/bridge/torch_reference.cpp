@@ -49,7 +49,7 @@ nlohmann::json torch_request(const problem::problem& p) {
 }
 
 torch_truth_result torch_truth(const problem::problem& p, std::vector<std::pair<int, std::vector<eval::host_tensor>>> trials,
-                               int device_index, double timeout_s) {
+                               int device_index, double timeout_s, bool with_oracle) {
   // One helper call per trial: the files and the memory they take stay one trial's size
   // (a 4096 x 65536 softmax is 1 GiB in, 3 GiB out per trial), and the helper persists.
   torch_truth_result r;
@@ -63,12 +63,14 @@ torch_truth_result torch_truth(const problem::problem& p, std::vector<std::pair<
     req["outputs_file"] = (dir / "outputs.safetensors").string();
     req["trials"] = nlohmann::json::array({t});
     req["device"] = torch_device(p, device_index);
+    if (!with_oracle) req["reference_only"] = true;
     auto answer = call_helper("run", req, timeout_s);
     r.device = answer.value("device_name", "");
     std::map<std::string, named_tensor> by_name;
     for (auto& x : read_safetensors(dir / "outputs.safetensors")) by_name[x.name] = std::move(x);
     for (std::size_t k = 0; k < outs.size(); ++k)
       for (const bool oracle : {false, true}) {
+        if (oracle && !with_oracle) continue;
         const std::string key = fmt::format("{}/{}/{}", t, oracle ? "oracle" : "reference", outs[k]->name);
         auto it = by_name.find(key);
         if (it == by_name.end())

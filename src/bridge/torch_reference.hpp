@@ -25,9 +25,11 @@ struct torch_truth_result {
 /// @param trials (trial number, nominal inputs in ABI order) for each trial; taken, so that
 ///        each trial's inputs are freed once written for the helper.
 /// @throws kforge::error (problem) when the module fails or answers the wrong outputs.
+/// `with_oracle` false: the module at the problem's dtype only (kforge check's other_seed
+/// control replays that answer; the float64 run would double the bytes for nothing).
 [[nodiscard]] torch_truth_result torch_truth(const problem::problem& p,
                                              std::vector<std::pair<int, std::vector<eval::host_tensor>>> trials,
-                                             int device_index, double timeout_s);
+                                             int device_index, double timeout_s, bool with_oracle = true);
 
 /// One thing the helper times: kind "eager" or "compile" (the problem's module), or
 /// "library" (a kforge kernel library called through the ABI from Python: the parity check).

@@ -64,7 +64,7 @@ control_kernel torch_other_seed_kernel(const problem::problem& p, const std::fil
   std::uint64_t seed = std::random_device{}();
   seed = (seed << 32) ^ std::random_device{}();
   auto truth = bridge::torch_truth(p, {{0, eval::make_inputs(p, p.cases[0], seed, eval::precision::nominal)}}, device,
-                                   p.eval.timeout_s * 4);
+                                   p.eval.timeout_s * 4, /*with_oracle=*/false);
   std::string bytes;
   for (std::size_t o = 0; o < p.outputs().size(); ++o) {
     const auto& t = truth.reference.at({0, o});

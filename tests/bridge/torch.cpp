@@ -197,6 +197,16 @@ TEST_F(imported, truth_is_the_module_at_nominal_precision_and_in_float64) {
   EXPECT_NEAR(reinterpret_cast<const double*>(t.oracle.at({3, 0}).bytes.data())[2 * 24 + 5], want, 1e-6);
 }
 
+TEST_F(imported, truth_without_the_oracle_is_the_reference_alone) {
+  // kforge check's other_seed control replays the reference's answer: no float64 run for it.
+  const auto in = eval::make_inputs(p, p.cases[0], 42, eval::precision::nominal);
+  auto full = bridge::torch_truth(p, {{3, in}}, 0, 300);
+  auto ref = bridge::torch_truth(p, {{3, in}}, 0, 300, /*with_oracle=*/false);
+  EXPECT_TRUE(ref.oracle.empty());
+  ASSERT_EQ(ref.reference.count({3, 0}), 1u);
+  EXPECT_EQ(ref.reference.at({3, 0}).bytes, full.reference.at({3, 0}).bytes);
+}
+
 TEST_F(imported, the_bridge_timer_times_a_kernel_library_through_the_abi) {
   auto ev = worker::evaluate(p, data("linear_relu.cpp"), opts);
   ASSERT_TRUE(ev.passed()) << ev.message;
