@@ -146,14 +146,18 @@ def forward_names(model, n):
 
 
 def stats(t):
+    """What a draw looks like (min, max, mean, std, constant), without a float64 copy of it:
+    min and max over every element, the moments over at most 2^22 of them, evenly strided."""
     if t.numel() == 0:
         return {}
-    d = t.detach().cpu().double()
+    t = t.detach()
     if t.dtype == torch.bool:
-        return {"min": float(d.min()), "max": float(d.max())}
-    return {"min": float(d.min()), "max": float(d.max()), "mean": float(d.mean()),
-            "std": float(d.std()) if d.numel() > 1 else 0.0,
-            "all_equal": bool((d == d.flatten()[0]).all())}
+        return {"min": float(t.all()), "max": float(t.any())}
+    lo, hi = float(t.min()), float(t.max())
+    flat = t.reshape(-1)
+    sample = flat[::max(1, flat.numel() // (1 << 22))].double()
+    return {"min": lo, "max": hi, "mean": float(sample.mean()),
+            "std": float(sample.std()) if sample.numel() > 1 else 0.0, "all_equal": lo == hi}
 
 
 def as_outputs(y):
@@ -174,12 +178,89 @@ def flop_count(model, inputs):
         return None
 
 
+# aten ops that move no data and compute nothing: not counted as work.
+_VIEW_OPS = {"view", "_unsafe_view", "reshape", "t", "transpose", "permute", "expand", "detach", "alias",
+             "slice", "select", "as_strided", "unsqueeze", "squeeze", "flatten", "unflatten", "split",
+             "chunk", "narrow", "contiguous", "clone", "copy_", "_to_copy", "empty", "empty_like",
+             "zeros_like", "ones_like", "lift_fresh", "lift_fresh_copy", "unbind", "view_as"}
+
+
+def elementwise_count(model, inputs):
+    """Work where FlopCounterMode sees none (pointwise ops, reductions, softmax, losses): each
+    aten op counts one operation per element of its largest operand. An estimate (GELU's tanh is
+    several), but not zero: the roofline needs a work count."""
+    try:
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        class Count(TorchDispatchMode):
+            total = 0
+
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                out = func(*args, **(kwargs or {}))
+                name = func.__name__.split(".")[0]
+                if name not in _VIEW_OPS:
+                    sizes = [x.numel() for x in list(args) + list((kwargs or {}).values()) + as_list(out)
+                             if isinstance(x, torch.Tensor)]
+                    Count.total += max(sizes, default=0)
+                return out
+
+        with Count(), torch.no_grad():
+            model(*inputs)
+        return int(Count.total)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def as_list(y):
+    return list(y) if isinstance(y, (tuple, list)) else [y]
+
+
 def cmd_probe(req):
     # "light": warming a helper up: no CUDA context (another evaluation may be timing).
     ok = torch.cuda.is_available()
     return {"torch_version": torch.__version__, "cuda": ok,
             "device_name": torch.cuda.get_device_name(0) if ok and not req.get("light") else "",
             "python": sys.version.split()[0]}
+
+
+def _mem_available():
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def _nbytes(ts):
+    return sum(x.numel() * x.element_size() for x in ts if isinstance(x, torch.Tensor))
+
+
+def draw_inputs(mod, seed):
+    """get_inputs() without drawing more than this machine holds. Shapes and dtypes come from a
+    call on the meta device (no memory); the values, whose statistics become the problem's
+    distributions, from one real draw where it fits: on the GPU when there is one, else on the
+    host when it takes under a third of the memory available. @return (inputs, meta inputs or
+    None, where drawn: "cuda" | "cpu" | None, why not drawn)"""
+    meta = None
+    try:
+        torch.manual_seed(seed)
+        with torch.device("meta"):
+            meta = list(mod.get_inputs())
+    except Exception:  # noqa: BLE001 -- a get_inputs() that meta cannot run is drawn as before
+        meta = None
+    need = _nbytes(meta) if meta is not None else None
+    where = "cuda" if torch.cuda.is_available() else "cpu"
+    avail = torch.cuda.mem_get_info()[0] if where == "cuda" else _mem_available()
+    if need is not None and avail is not None and need * (2 if where == "cuda" else 3) > avail:
+        return meta, meta, None, (f"get_inputs() draws {need / 2**30:.1f} GiB; {avail / 2**30:.1f} GiB is free "
+                                  f"{'on the GPU' if where == 'cuda' else 'here, and there is no GPU'}")
+    torch.manual_seed(seed)
+    with torch.device(where):
+        inputs = list(mod.get_inputs())
+    return inputs, meta, where, ""
 
 
 def cmd_describe(req):
@@ -192,37 +273,43 @@ def cmd_describe(req):
         raise RuntimeError(f"get_init_inputs() returned something JSON cannot hold ({e}); "
                            "kforge stores Model's arguments in problem.toml") from e
     model = mod.Model(*init)
-    inputs = list(mod.get_inputs())
+    inputs, meta, drawn_on, not_drawn = draw_inputs(mod, req.get("seed", 0))
     for i, x in enumerate(inputs):
         if not isinstance(x, torch.Tensor):
             raise RuntimeError(f"get_inputs()[{i}] is a {type(x).__name__}, not a tensor; kforge passes tensors "
                                "only (make it a constant inside Model)")
     names = forward_names(model, len(inputs))
-    desc_inputs = [{"name": n, "dtype": kf_name(x.dtype), "shape": list(x.shape), "stats": stats(x)}
+    desc_inputs = [{"name": n, "dtype": kf_name(x.dtype), "shape": list(x.shape),
+                    "stats": stats(x) if drawn_on else {}}
                    for n, x in zip(names, inputs)]
     state = []
     for kind, items in (("parameter", model.named_parameters()), ("buffer", model.named_buffers())):
         for name, t in items:
             state.append({"torch_name": name, "kind": kind, "dtype": kf_name(t.dtype), "shape": list(t.shape),
                           "stats": stats(t)})
-    dev = "cuda" if torch.cuda.is_available() else "cpu"
     honest_fp32()
     # Shapes and FLOPs on the meta device when every op supports it (no compute at all);
-    # else one real call.
+    # else one real call where the inputs were drawn.
     outs, flops, where = None, None, "meta"
+
+    def work(m, xs):
+        fc = flop_count(m, xs)
+        return (fc, "flop_counter") if fc else (elementwise_count(m, xs), "elements")
     try:
         mm = mod.Model(*init).to("meta")
-        mi = [x.to("meta") for x in inputs]
+        mi = meta if meta is not None else [x.to("meta") for x in inputs]
         with torch.no_grad():
             outs = as_outputs(mm(*mi))
-        flops = flop_count(mm, mi)
-    except Exception:  # noqa: BLE001
-        where = dev
-        m = model.to(dev)
-        xi = [x.to(dev) for x in inputs]
+        flops, flops_from = work(mm, mi)
+    except Exception as e:  # noqa: BLE001
+        if drawn_on is None:
+            raise RuntimeError(f"the module does not run on the meta device ({type(e).__name__}: {e}), and its "
+                               f"inputs were not drawn ({not_drawn}): import it on a machine with a GPU") from e
+        where = drawn_on
+        m = model.to(drawn_on)
         with torch.no_grad():
-            outs = as_outputs(m(*xi))
-        flops = flop_count(m, xi)
+            outs = as_outputs(m(*inputs))
+        flops, flops_from = work(m, inputs)
     # Submodules whose result depends on training mode (KernelBench runs Model() as built,
     # in training mode): BatchNorm uses batch statistics; Dropout with p > 0 draws.
     mode = sorted({type(m).__name__ for m in model.modules()
@@ -233,7 +320,8 @@ def cmd_describe(req):
             "training_dependent": mode, "random": random,
             "inputs": desc_inputs, "state": state,
             "outputs": [{"dtype": kf_name(y.dtype), "shape": list(y.shape)} for y in outs],
-            "flops": flops, "shapes_from": where}
+            "flops": flops, "flops_from": flops_from,
+            "shapes_from": where, "inputs_drawn_on": drawn_on or "", "inputs_not_drawn": not_drawn}
 
 
 class Bridge:

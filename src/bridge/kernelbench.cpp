@@ -165,9 +165,19 @@ std::string kernelbench_toml(const nlohmann::json& d, const std::string& name, c
       if (!x.shifted.empty()) out += fmt::format("{} = {}\n", x.name, toml_string(x.shifted));
   }
   const double flops = d["flops"].is_number() ? d["flops"].get<double>() : 0.0;
-  out += fmt::format("\n# flops: torch.utils.flop_counter (matmuls and convolutions only{}); min_bytes: every input,\n"
+  const std::string flops_how =
+      d.value("flops_from", "flop_counter") == "elements"
+          ? "an estimate, one operation per element of each aten op's largest operand (no matmul or\n"
+            "# convolution for torch.utils.flop_counter here)"
+          : fmt::format("torch.utils.flop_counter (matmuls and convolutions only{})",
+                        flops > 0 ? "" : "; none here, so the roofline is the bytes'");
+  out += fmt::format("\n# flops: {}; min_bytes: every input,\n"
                      "# param and output once.\n[work]\nflops = {}\nmin_bytes = {}\n",
-                     flops > 0 ? "" : "; none here, so the roofline is the bytes'", std::llround(flops), bytes);
+                     flops_how, std::llround(flops), bytes);
+  if (const std::string why = d.value("inputs_not_drawn", ""); !why.empty())
+    note(fmt::format("get_inputs() was not drawn ({}): the inputs' distributions are assumed, not read off a "
+                     "draw; check them in problem.toml",
+                     why));
   if (d.value("training", false) && d.contains("training_dependent") && !d["training_dependent"].empty())
     note(fmt::format("Model() is in training mode, as KernelBench runs it, and has {}: norms use batch statistics",
                      fmt::join(d["training_dependent"].get<std::vector<std::string>>(), ", ")));

@@ -91,6 +91,27 @@ TEST(kernelbench_toml, writes_a_problem_that_loads_with_params_named_after_modul
   EXPECT_TRUE(random_noted);
 }
 
+TEST(kernelbench_toml, an_undrawn_elementwise_problem_gets_an_element_count_and_a_note) {
+  // What describe says of a GELU over 256 GiB of inputs on a machine without a GPU: shapes from
+  // the meta device, no draw, work counted per element.
+  const auto d = nlohmann::json::parse(R"({
+    "init_inputs": [], "training": true, "training_dependent": [], "random": [],
+    "inputs": [{"name": "x", "dtype": "f32", "shape": [1048576, 65536], "stats": {}}], "state": [],
+    "outputs": [{"dtype": "f32", "shape": [1048576, 65536]}], "flops": 68719476736, "flops_from": "elements",
+    "shapes_from": "meta", "inputs_drawn_on": "",
+    "inputs_not_drawn": "get_inputs() draws 256.0 GiB; this machine has 22.8 GiB available and no GPU"})");
+  test::temp_dir dir;
+  std::vector<std::string> notes;
+  test::write(dir / "problem.toml", bridge::kernelbench_toml(d, "gelu", "cuda", "gelu.py", &notes));
+  test::write(dir / "model.py", "# stand-in\n");
+  const auto p = problem::load(dir.path);
+  EXPECT_DOUBLE_EQ(p.work.flops, 68719476736.0);
+  EXPECT_NE(read_file(dir / "problem.toml").find("one operation per element"), std::string::npos);
+  EXPECT_EQ(p.cases[0].inputs.at("x").text, "normal(0, 1)");
+  ASSERT_FALSE(notes.empty());
+  EXPECT_NE(notes.back().find("256.0 GiB"), std::string::npos) << notes.back();
+}
+
 TEST(torch_problem, rejects_a_param_without_torch_name_and_a_reference_beside_torch) {
   test::temp_dir d;
   test::write(d / "model.py", "# stand-in\n");
@@ -234,6 +255,21 @@ TEST(torch_import, refuses_a_file_that_is_not_kernelbench_and_an_existing_proble
   (void)bridge::import_kernelbench(data("kb_relu.py"), {.out = d / "r", .backend = "cpu"});
   EXPECT_THROW((void)bridge::import_kernelbench(data("kb_relu.py"), {.out = d / "r", .backend = "cpu"}), kforge::error);
   EXPECT_NO_THROW((void)bridge::import_kernelbench(data("kb_relu.py"), {.out = d / "r", .backend = "cpu", .force = true}));
+}
+
+TEST(torch_import, a_file_whose_inputs_do_not_fit_imports_from_the_meta_device) {
+  // 256 GiB of get_inputs(): shapes and work from the meta device, nothing drawn, said in a note.
+  REQUIRE_TORCH();
+  test::temp_dir d;
+  const auto r = bridge::import_kernelbench(data("kb_huge_gelu.py"), {.out = d / "g", .backend = "cuda"});
+  EXPECT_EQ(r.description.value("inputs_drawn_on", "?"), "");
+  EXPECT_EQ(r.description.value("flops_from", ""), "elements");
+  const auto p = problem::load(r.dir);
+  EXPECT_EQ(p.inputs()[0]->shape, (std::vector<int64_t>{1 << 20, 1 << 16}));
+  EXPECT_GT(p.work.flops, 0) << "an elementwise problem has a work count";
+  bool noted = false;
+  for (auto& n : r.notes) noted |= n.find("was not drawn") != std::string::npos;
+  EXPECT_TRUE(noted);
 }
 
 TEST(torch_cli, import_then_check_a_kernelbench_file) {
