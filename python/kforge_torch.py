@@ -275,13 +275,19 @@ def cmd_describe(req):
     model = mod.Model(*init)
     inputs, meta, drawn_on, not_drawn = draw_inputs(mod, req.get("seed", 0))
     for i, x in enumerate(inputs):
-        if not isinstance(x, torch.Tensor):
-            raise RuntimeError(f"get_inputs()[{i}] is a {type(x).__name__}, not a tensor; kforge passes tensors "
-                               "only (make it a constant inside Model)")
+        if not isinstance(x, (torch.Tensor, bool, int, float)):
+            raise RuntimeError(f"get_inputs()[{i}] is a {type(x).__name__}, neither a tensor nor a number; "
+                               "kforge passes tensors (make it a constant inside Model)")
     names = forward_names(model, len(inputs))
-    desc_inputs = [{"name": n, "dtype": kf_name(x.dtype), "shape": list(x.shape),
-                    "stats": stats(x) if drawn_on else {}}
-                   for n, x in zip(names, inputs)]
+    desc_inputs = []
+    for n, x in zip(names, inputs):
+        if isinstance(x, torch.Tensor):
+            desc_inputs.append({"name": n, "dtype": kf_name(x.dtype), "shape": list(x.shape),
+                                "stats": stats(x) if drawn_on else {}})
+        else:  # a number: a one-element tensor for kforge, the number again for the module
+            v = float(x)
+            desc_inputs.append({"name": n, "dtype": "f32" if isinstance(x, float) else "i64", "shape": [1],
+                                "scalar": True, "stats": {"min": v, "max": v, "mean": v, "std": 0.0, "all_equal": True}})
     state = []
     for kind, items in (("parameter", model.named_parameters()), ("buffer", model.named_buffers())):
         for name, t in items:
@@ -297,7 +303,7 @@ def cmd_describe(req):
         return (fc, "flop_counter") if fc else (elementwise_count(m, xs), "elements")
     try:
         mm = mod.Model(*init).to("meta")
-        mi = meta if meta is not None else [x.to("meta") for x in inputs]
+        mi = meta if meta is not None else [x.to("meta") if isinstance(x, torch.Tensor) else x for x in inputs]
         with torch.no_grad():
             outs = as_outputs(mm(*mi))
         flops, flops_from = work(mm, mi)
@@ -335,6 +341,7 @@ class Bridge:
         self.inputs = req.get("inputs", [])    # forward()'s arguments, ABI order: kforge names
         self.params = req.get("params", [])    # [[kforge name, torch name]]
         self.outputs = req.get("outputs", [])  # [{"name", "dtype"}]
+        self.scalars = set(req.get("scalars", []))  # inputs forward() takes as Python numbers
         self.dtype = KF_NAMES[req["dtype"]]
 
     @property
@@ -369,6 +376,9 @@ class Bridge:
         out = []
         for n in self.inputs:
             src = tensors[prefix + n]
+            if n in self.scalars:  # a one-element tensor in kforge, a number to the module
+                out.append(src.reshape(-1)[0].item())
+                continue
             x = src.to(device)
             if widen and x.is_floating_point():
                 x = x.double()

@@ -116,6 +116,17 @@ std::string kernelbench_toml(const nlohmann::json& d, const std::string& name, c
   out += fmt::format("init_inputs = {}   # Model(*init_inputs), from get_init_inputs()\n",
                      toml_string(d.value("init_inputs", nlohmann::json::array()).dump()));
   out += "compile = true       # time torch.compile beside eager\n";
+  {
+    std::set<std::string> probe = taken; // the names the inputs below will get
+    std::vector<std::string> scalars;
+    for (auto& in : d["inputs"]) {
+      const std::string n = identifier(in["name"], probe);
+      if (in.value("scalar", false)) scalars.push_back(toml_string(n));
+    }
+    if (!scalars.empty())
+      out += fmt::format("scalars = [{}]   # forward() takes these as numbers: one-element tensors here\n",
+                         fmt::join(scalars, ", "));
+  }
 
   long long bytes = 0;
   struct named_dist {
@@ -128,7 +139,9 @@ std::string kernelbench_toml(const nlohmann::json& d, const std::string& name, c
     out += fmt::format("\n[[inputs]]\nname = {}\nshape = {}\n{}", toml_string(n), shape_text(in["shape"]),
                        dtype_line(in["dtype"]));
     bytes += bytes_of(in["shape"], in["dtype"]);
-    dists.push_back({n, distribution_of(in["stats"], in["dtype"], false), shifted_distribution(in["stats"], in["dtype"])});
+    const bool scalar = in.value("scalar", false);
+    dists.push_back({n, distribution_of(in["stats"], in["dtype"], false),
+                     scalar ? "" : shifted_distribution(in["stats"], in["dtype"])});
   }
   for (auto& st : d["state"]) {
     const std::string tn = st["torch_name"], dt = st["dtype"];

@@ -45,7 +45,8 @@ nlohmann::json torch_request(const problem::problem& p) {
   return {{"model", p.torch ? p.torch->module.string() : ""}, {"init_inputs", p.torch ? p.torch->init_inputs : "[]"},
           {"inputs", forward},
           {"params", params},  {"outputs", outputs},   {"abi_inputs", abi},
-          {"abi_outputs", outputs}, {"dtype", dtype_name(p.dtype)}};
+          {"abi_outputs", outputs}, {"dtype", dtype_name(p.dtype)},
+          {"scalars", p.torch ? p.torch->scalars : std::vector<std::string>{}}};
 }
 
 torch_truth_result torch_truth(const problem::problem& p, std::vector<std::pair<int, std::vector<eval::host_tensor>>> trials,

@@ -507,7 +507,7 @@ public:
 
     const bool cuda = p.backend == backend_kind::cuda;
     if (const toml::table* tt = get_table(root, "torch")) {
-      check_keys(*tt, "torch", {"module", "init_inputs", "compile"});
+      check_keys(*tt, "torch", {"module", "init_inputs", "compile", "scalars"});
       if (root.get("reference"))
         fail(*root.get("reference"), "reference", "a [torch] problem's reference is its module; remove 'reference'");
       torch_spec ts;
@@ -521,6 +521,20 @@ public:
         ts.init_inputs = j.dump();
       }
       read_bool(*tt, "torch", "compile", ts.compile);
+      if (const toml::node* sc = tt->get("scalars")) {
+        const toml::array* arr = sc->as_array();
+        if (!arr) fail(*sc, "torch.scalars", "must be an array of input names");
+        for (auto&& e : *arr) {
+          const auto* name = e.as_string();
+          if (!name) fail(e, "torch.scalars", "must be an array of input names");
+          const auto it = std::find_if(p.tensors.begin(), p.tensors.end(),
+                                       [&](const tensor_spec& t) { return t.name == name->get(); });
+          if (it == p.tensors.end() || it->role != tensor_role::input || it->numel() != 1)
+            fail(e, "torch.scalars",
+                 fmt::format("'{}' is not a one-element input (forward() takes it as a number)", name->get()));
+          ts.scalars.push_back(name->get());
+        }
+      }
       for (auto& t : p.tensors)
         if (t.role == tensor_role::param && t.torch_name.empty())
           fail(*tt, "torch", fmt::format("param '{}' needs torch_name: the module state it fills", t.name));

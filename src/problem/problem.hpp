@@ -95,6 +95,9 @@ struct torch_spec {
   std::filesystem::path module;   // absolute path of the .py file
   std::string init_inputs = "[]"; // a JSON array: Model(*init_inputs)
   bool compile = true;            // time torch.compile beside eager
+  /// Inputs forward() takes as Python numbers (KernelBench's `A * s`): one-element tensors in
+  /// the ABI, handed to the module as `.item()`.
+  std::vector<std::string> scalars;
 };
 
 struct problem {

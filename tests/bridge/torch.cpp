@@ -272,6 +272,31 @@ TEST(torch_import, a_file_whose_inputs_do_not_fit_imports_from_the_meta_device) 
   EXPECT_TRUE(noted);
 }
 
+TEST(torch_import, a_number_among_the_inputs_is_a_one_element_input_the_module_gets_as_a_number) {
+  // KernelBench's 5_Matrix_scalar_multiplication: forward(A, s) with s = 3.14.
+  REQUIRE_TORCH();
+  test::cache_env cache;
+  test::temp_dir d;
+  const auto r = bridge::import_kernelbench(data("kb_scalar_multiply.py"), {.out = d / "sm", .backend = "cpu"});
+  const auto p = problem::load(r.dir);
+  ASSERT_TRUE(p.torch);
+  EXPECT_EQ(p.torch->scalars, (std::vector<std::string>{"s"}));
+  ASSERT_EQ(p.inputs().size(), 2u);
+  EXPECT_EQ(p.inputs()[1]->numel(), 1);
+  EXPECT_EQ(p.cases[0].inputs.at("s").text, "uniform(1.6, 4.7)") << "varied around 3.14, so assuming it fails";
+  worker::evaluate_options o;
+  o.worker_exe = test::worker_binary();
+  o.time = false;
+  const auto ev = worker::evaluate(p, data("scalar_multiply.cpp"), o);
+  EXPECT_TRUE(ev.passed()) << ev.message;
+  // A candidate that multiplies by the file's 3.14 instead of reading s fails.
+  test::write(d / "fixed.cpp", "#include <kforge/kernel.h>\nKF_EXPORT int kf_forward(const kf_args* a) {\n"
+                               "  const float* x = (const float*)a->inputs[0].data; float* y = (float*)a->outputs[0].data;\n"
+                               "  for (long i = 0; i < a->inputs[0].shape[0] * a->inputs[0].shape[1]; ++i) y[i] = x[i] * 3.14f;\n"
+                               "  return 0;\n}\n");
+  EXPECT_EQ(worker::evaluate(p, d / "fixed.cpp", o).status, "tolerance");
+}
+
 TEST(torch_cli, import_then_check_a_kernelbench_file) {
   REQUIRE_TORCH();
   test::cache_env cache;
