@@ -387,9 +387,13 @@ class Bridge:
             out.append(x)
         return out
 
+    def reference(self, device):
+        """The module at the problem's dtype."""
+        return self.model(device, None if self.dtype == torch.float32 else self.dtype)
+
     def reference_and_oracle(self, device):
         """The module at the problem's dtype (the reference) and in float64 (the oracle)."""
-        return self.model(device, None if self.dtype == torch.float32 else self.dtype), self.model(device, torch.float64)
+        return self.reference(device), self.model(device, torch.float64)
 
     def run(self, m, tensors, prefix, device, widen, trial):
         """One run of `m` on a trial's tensors, its parameters loaded from them: its outputs."""
@@ -410,7 +414,7 @@ def cmd_run(req):
         torch.cuda.set_device(torch.device(dev))
     tensors = read_safetensors(req["inputs_file"])
     if req.get("reference_only"):  # no float64 model: its weights alone can be gigabytes
-        runs = (("reference", b.model(dev, None if b.dtype == torch.float32 else b.dtype), False),)
+        runs = (("reference", b.reference(dev), False),)
     else:
         ref, orc = b.reference_and_oracle(dev)
         runs = (("reference", ref, False), ("oracle", orc, True))

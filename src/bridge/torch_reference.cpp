@@ -8,7 +8,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <random>
 
 namespace kforge::bridge {
@@ -123,8 +122,7 @@ std::vector<torch_timing> torch_time(const problem::problem& p, const std::vecto
   std::vector<named_tensor> all;
   int r = 0;
   for (auto& [case_name, seed] : torch_rotations(p, cfg)) {
-    const auto c = std::find_if(p.cases.begin(), p.cases.end(), [&](auto& x) { return x.name == case_name; });
-    for (auto& n : named(p, fmt::format("{}/", r++), eval::make_inputs(p, *c, seed, eval::precision::nominal)))
+    for (auto& n : named(p, fmt::format("{}/", r++), eval::make_trial_inputs(p, case_name, seed, eval::precision::nominal)))
       all.push_back(std::move(n));
   }
   write_safetensors(dir / "inputs.safetensors", all);

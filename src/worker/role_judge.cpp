@@ -375,9 +375,7 @@ private:
   void stage(const std::string& case_name, std::uint64_t seed) {
     std::vector<void*> dst;
     for (std::size_t k = 0; k < m_layout.inputs.size(); ++k) dst.push_back(exchange_at("inputs", k));
-    const auto c = std::find_if(m_p.cases.begin(), m_p.cases.end(), [&](auto& x) { return x.name == case_name; });
-    if (c == m_p.cases.end()) KFORGE_THROW(worker, "judge: no input case named '{}'", case_name);
-    draw_case(*c, seed, dst);
+    draw_trial({case_name, seed, -1}, dst);
     m_dev.synchronize();
   }
 
@@ -423,8 +421,7 @@ private:
   void rotation(int s, const std::string& case_name, std::uint64_t seed) {
     std::vector<void*> dst;
     for (std::size_t k = 0; k < m_layout.inputs.size(); ++k) dst.push_back(set_input(s, k));
-    for (auto& c : m_p.cases)
-      if (c.name == case_name) draw_case(c, seed, dst);
+    draw_trial({case_name, seed, -1}, dst);
     poison(s);
     m_set_trial[s] = -1;
     m_dev.synchronize();
