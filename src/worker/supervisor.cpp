@@ -20,6 +20,7 @@
 #include <cstring>
 #include <exception>
 #include <sstream>
+#include <string_view>
 
 namespace kforge::worker {
 
@@ -115,6 +116,7 @@ struct worker_session::state {
   std::string unconfined_reason;      // launch::unconfined_reason
   std::function<void()> cleanup;      // the launch's, once the worker is gone
   bool exited = false, reaped = false, killed = false, timed_out = false, got_done = false, finished = false;
+  bool stop_at_done = false; // finish(): the final frame ends the reading (the process is killed then)
   bool stopped = false; // by stop(), until resume()
   int status = 0;
   worker_outcome out;
@@ -181,8 +183,8 @@ struct worker_session::state {
         }
       }
       step_started = elapsed(); // after the sink: its time is ours, not the worker's
-      const bool found = wanted && type == *wanted;
-      if (found) *got = m->header;
+      const bool found = (wanted && type == *wanted) || (stop_at_done && got_done);
+      if (found && got) *got = m->header;
       out.messages.push_back(std::move(*m));
       if (found) return true;
     }
@@ -196,7 +198,7 @@ struct worker_session::state {
   // is still capped, at total_cap_factor steps' worth.
   void pump(const std::string* wanted, std::optional<nlohmann::json>* got) {
     if (take_frames(wanted, got)) return;
-    while (!over()) {
+    while (!over() && !(stop_at_done && got_done)) {
       const double left = std::min(opts.timeout_s - (elapsed() - step_started), total_cap_s() - elapsed());
       if (left <= 0) {
         if (!got_done) timed_out = true;
@@ -383,6 +385,15 @@ worker_outcome worker_session::finish() {
   KFORGE_ASSERT(!m->finished);
   if (m->stopped) resume();
   close_input();
+  // The final frame is the worker's last word: its process group is killed then rather
+  // than waited for through its CUDA teardown (a tenth of a second or more a process, once
+  // per worker). Not under a wrapper: compute-sanitizer and ncu write their reports after the
+  // worker's exit. KFORGE_WORKER_LINGER=1 waits for the exit (to measure the difference).
+  static const bool linger = [] {
+    const char* v = std::getenv("KFORGE_WORKER_LINGER");
+    return v && *v && std::string_view(v) != "0";
+  }();
+  m->stop_at_done = !linger && m->opts.wrapper.empty();
   m->pump(nullptr, nullptr);
   m->rethrow_sink_error();
   m->finished = true;
