@@ -63,6 +63,7 @@ namespace {
 struct helper_pool {
   std::mutex mutex;
   std::vector<std::unique_ptr<helper_process>> idle;
+  std::vector<held_helper*> held; // may be lent between their owners' commands
 };
 helper_pool& pool() {
   static helper_pool p;
@@ -169,6 +170,15 @@ nlohmann::json call_helper(std::string_view command, const nlohmann::json& reque
   const std::string python = require_python();
   return call_with(python, command, request, timeout_s, [&](const fs::path& req, const fs::path& ans) {
     if (persistent()) {
+      helper_process* lent = nullptr;
+      std::unique_lock<std::mutex> busy;
+      {
+        std::lock_guard lock(pool().mutex);
+        if (pool().idle.empty())
+          for (auto* held : pool().held)
+            if ((busy = held->borrow(lent))) break;
+      }
+      if (lent) return exchange_files(*lent, command, req, ans, timeout_s);
       auto h = take_helper(python);
       auto r = exchange_files(*h, command, req, ans, timeout_s);
       give_back(std::move(h));
@@ -184,22 +194,43 @@ nlohmann::json call_helper(std::string_view command, const nlohmann::json& reque
 held_helper::held_helper() : m_python(require_python()) {
   if (!persistent()) KFORGE_THROW(usage, "KFORGE_TORCH_ONESHOT is set: no helper can be held between calls");
   m_h = take_helper(m_python);
+  std::lock_guard lock(pool().mutex);
+  pool().held.push_back(this);
 }
 
-held_helper::~held_helper() { give_back(std::move(m_h)); }
+held_helper::~held_helper() {
+  {
+    std::lock_guard lock(pool().mutex);
+    std::erase(pool().held, this);
+  }
+  std::lock_guard busy(m_busy);
+  give_back(std::move(m_h));
+}
 
 nlohmann::json held_helper::call(std::string_view command, const nlohmann::json& request, double timeout_s) {
+  std::lock_guard busy(m_busy);
   if (!m_h) KFORGE_THROW(worker, "the PyTorch helper was retired");
   return call_with(m_python, command, request, timeout_s,
                    [&](const fs::path& req, const fs::path& ans) { return exchange_files(*m_h, command, req, ans, timeout_s); });
 }
 
 void held_helper::send_fd(const std::string& label, int fd) {
+  std::lock_guard busy(m_busy);
   if (!m_h) KFORGE_THROW(worker, "the PyTorch helper was retired");
   m_h->send_fd(label, fd);
 }
 
-void held_helper::retire() { m_h.reset(); }
+std::unique_lock<std::mutex> held_helper::borrow(helper_process*& process) {
+  std::unique_lock lock(m_busy, std::try_to_lock);
+  process = lock && m_h && m_h->alive() ? m_h.get() : nullptr;
+  if (!process && lock) lock.unlock();
+  return lock;
+}
+
+void held_helper::retire() {
+  std::lock_guard busy(m_busy);
+  m_h.reset();
+}
 
 const torch_status& torch_probe() {
   static std::once_flag once;

@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -57,8 +58,15 @@ public:
   /// Ends the helper instead of putting it back (its state cannot be trusted any more).
   void retire();
 
+  /// The helper's process while it is not busy (call_helper borrows an idle held helper
+  /// instead of starting another process: a second torch is half a gigabyte); the lock keeps
+  /// the owner's commands, and the owner's end, waiting until it is let go.
+  /// @return an unlocked lock (and nullptr) when busy or retired
+  [[nodiscard]] std::unique_lock<std::mutex> borrow(helper_process*& process);
+
 private:
   std::string m_python;
+  std::mutex m_busy; // one command at a time, the owner's or a borrower's
   std::unique_ptr<helper_process> m_h;
 };
 
