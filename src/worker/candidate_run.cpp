@@ -114,7 +114,7 @@ verify_run verify_candidate(const worker_context& ctx, const std::filesystem::pa
 
 
 std::unique_ptr<worker_session> start_call_worker(const worker_context& ctx, const std::filesystem::path& library,
-                                                  const std::filesystem::path& candidate_source, device_judge& j, int s,
+                                                  const std::filesystem::path& candidate_source, device_judge& j,
                                                   std::uint64_t canary_seed, double timeout_s,
                                                   const nlohmann::json& trials, const check_sink& add) {
   int sv[2];
@@ -131,7 +131,9 @@ std::unique_ptr<worker_session> start_call_worker(const worker_context& ctx, con
                      .share_socket = sv[1]});
   ::close(sv[1]);
   try {
-    send_fds(sv[0], "set", {j.set_fd(s)});
+    std::vector<int> fds;
+    for (int s : j.verify_sets()) fds.push_back(j.set_fd(s));
+    send_fds(sv[0], "sets", fds);
   } catch (const error&) {
     // The worker is gone already: its outcome says how.
   }
@@ -140,9 +142,10 @@ std::unique_ptr<worker_session> start_call_worker(const worker_context& ctx, con
 }
 
 verify_run verify_on_device(std::unique_ptr<worker_session> w, const nlohmann::json& trials, device_judge& j,
-                            const std::set<int>& keep, const check_sink& add) {
+                            const std::set<int>& keep, const check_sink& add, timeline* steps) {
   using clock = std::chrono::steady_clock;
   verify_run out;
+  const auto& sets = j.verify_sets();
   // The judge's steps are timed apart: judge_s, like the host path's.
   auto judged = [&](auto&& step) {
     const auto t0 = clock::now();
@@ -151,26 +154,48 @@ verify_run verify_on_device(std::unique_ptr<worker_session> w, const nlohmann::j
     w->resume();
     out.judge_s += std::chrono::duration<double>(clock::now() - t0).count();
   };
+  auto t_step = clock::now();
   const auto ready = w->wait_for("ready");
+  if (steps) steps->add("verify: call worker ready", t_step);
   bool going = ready.has_value();
   if (ready)
     out.launches = {{"watched", ready->value("launches_watched", false)}, {"why", ready->value("unwatched_because", "")}};
-  for (std::size_t i = 0; going && i < trials.size(); ++i) {
-    const int t = trials[i]["trial"];
-    judged([&] { j.load(0, t); });
+  for (std::size_t first = 0; going && first < trials.size(); first += sets.size()) {
+    t_step = clock::now();
+    const std::size_t n = std::min(sets.size(), trials.size() - first);
+    auto trial = [&](std::size_t k) { return trials[first + k]["trial"].get<int>(); };
+    judged([&] {
+      for (std::size_t k = 0; k < n; ++k) j.load(sets[k], trial(k));
+    });
     for (int run = 0; going && run < 2; ++run) {
-      if (run == 1) judged([&] { j.poison(0); });
-      going = w->send({{"cmd", "call"}, {"trial", t}, {"run", run}}) && w->wait_for("called").has_value();
+      if (run == 1)
+        judged([&] {
+          for (std::size_t k = 0; k < n; ++k) j.poison(sets[k]);
+        });
+      for (std::size_t k = 0; going && k < n; ++k) {
+        going = w->send({{"cmd", "call"}, {"slot", k}, {"trial", trial(k)}, {"run", run}}) &&
+                w->wait_for("called").has_value();
+        if (!going) break;
+        const auto t0 = clock::now();
+        j.snapshot(sets[k]);
+        out.judge_s += std::chrono::duration<double>(clock::now() - t0).count();
+      }
       if (!going) break;
+      // One pause for the batch: the worker runs on after its last call, then is stopped.
       const auto t0 = clock::now();
-      j.snapshot(0);
       std::this_thread::sleep_for(std::chrono::milliseconds(deferred_pause_ms));
       out.judge_s += std::chrono::duration<double>(clock::now() - t0).count();
-      judged([&] { j.judge(0, t, run, false, add); });
+      judged([&] {
+        for (std::size_t k = 0; k < n; ++k) j.judge(sets[k], trial(k), run, false, add, k > 0);
+      });
     }
-    if (!keep.count(t)) j.drop(t);
+    for (std::size_t k = 0; k < n; ++k)
+      if (!keep.count(trial(k))) j.drop(trial(k));
+    if (steps) steps->add(fmt::format("verify: trials {}-{}", first, first + n - 1), t_step);
   }
+  t_step = clock::now();
   out.outcome = w->finish();
+  if (steps) steps->add("verify: call worker end", t_step);
   return out;
 }
 

@@ -42,18 +42,21 @@ struct verify_run {
                                           std::uint64_t canary_seed, judge& j, const check_sink& add);
 
 /// The same on the GPU-resident path: the candidate in a "call" worker that maps the judge's
-/// set 0; per trial the judge loads the inputs, the worker calls, the parent stops the
-/// worker, the judge judges in place (checks to `add`), the worker continues for the repeat.
-/// Truth of trials not in `keep` is dropped once judged.
-/// `w` is the call worker start_call_worker started for set 0 (early: its start overlaps the truth).
+/// verification sets (j.verify_sets(): one, or two where device memory allows). Trials go
+/// in batches of that many: the judge loads each batch's inputs, the worker calls on each
+/// set in turn, runs on for one deferred-work pause, is stopped, and the judge judges each
+/// in place (checks to `add`); then the same for the repeat. Truth of trials not in `keep`
+/// is dropped once judged. `w` is the worker start_call_worker started (early: its start
+/// overlaps the truth). Each step's span goes to `steps`, when given.
 [[nodiscard]] verify_run verify_on_device(std::unique_ptr<worker_session> w, const nlohmann::json& trials,
-                                          device_judge& j, const std::set<int>& keep, const check_sink& add);
+                                          device_judge& j, const std::set<int>& keep, const check_sink& add,
+                                          timeline* steps = nullptr);
 
-/// A "call" worker for the judge's set `s` (role_call.cpp): started, handed the set's fd.
+/// A "call" worker for the judge's verification sets (role_call.cpp): started, handed their fds.
 [[nodiscard]] std::unique_ptr<worker_session> start_call_worker(const worker_context& ctx,
                                                                 const std::filesystem::path& library,
                                                                 const std::filesystem::path& candidate_source,
-                                                                device_judge& j, int s, std::uint64_t canary_seed,
+                                                                device_judge& j, std::uint64_t canary_seed,
                                                                 double timeout_s, const nlohmann::json& trials,
                                                                 const check_sink& add);
 

@@ -97,7 +97,12 @@ void device_judge::await_ready() {
   ::close(share);
   m_fds = std::move(got.fds);
   m_set_bytes = ready->value("set_bytes", std::size_t{0});
-  if (const auto got_n = m_fds.size(); static_cast<int>(got_n) != sets + (p.torch ? 1 : 0)) {
+  m_verify_sets = {0};
+  if (ready->contains("verify_sets"))
+    for (auto& v : (*ready)["verify_sets"])
+      if (v.is_number_integer() && v.get<int>() == sets) m_verify_sets.push_back(sets); // the one set past the asked ones
+  const int extra = static_cast<int>(m_verify_sets.size()) - 1;
+  if (const auto got_n = m_fds.size(); static_cast<int>(got_n) != sets + extra + (p.torch ? 1 : 0)) {
     for (int fd : m_fds) ::close(fd);
     m_fds.clear();
     KFORGE_THROW(worker, "the judge sent {} descriptors for {} sets", got_n, sets);
@@ -167,9 +172,9 @@ void device_judge::poison(int s) { command({{"cmd", "poison"}, {"set", s}}, "poi
 
 void device_judge::snapshot(int s) { command({{"cmd", "snapshot"}, {"set", s}}, "snapped"); }
 
-void device_judge::judge(int s, int t, int run, bool timed, const check_sink& add) {
+void device_judge::judge(int s, int t, int run, bool timed, const check_sink& add, bool waited) {
   m_add = add;
-  command({{"cmd", "judge"}, {"set", s}, {"trial", t}, {"run", run}, {"timed", timed}}, "judged");
+  command({{"cmd", "judge"}, {"set", s}, {"trial", t}, {"run", run}, {"timed", timed}, {"waited", waited}}, "judged");
   m_add = nullptr;
 }
 
@@ -205,9 +210,15 @@ std::vector<case_reference_error> device_judge::reference_errors() const {
   return out;
 }
 
-nlohmann::json device_judge::finish() {
+void device_judge::begin_finish() {
+  if (m_finishing) return;
   m_module.reset(); // the helper lets the exchange go before its owner ends
   (void)m_session->send({{"cmd", "finish"}});
+  m_finishing = true;
+}
+
+nlohmann::json device_judge::finish() {
+  begin_finish();
   return m_session->finish().confinement;
 }
 

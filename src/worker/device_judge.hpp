@@ -61,6 +61,9 @@ public:
 
   [[nodiscard]] int set_fd(int s) const { return m_fds.at(s); }
   [[nodiscard]] std::size_t set_bytes() const { return m_set_bytes; }
+  /// The sets verification calls go to, in turn (the judge's choice: 0, and the last set
+  /// where device memory allows a second snapshot, so two calls share one deferred-work pause).
+  [[nodiscard]] const std::vector<int>& verify_sets() const { return m_verify_sets; }
 
   /// Trial t's inputs into set s, its outputs poisoned (the truth computed on first use; for a
   /// [torch] problem by the module, in the bridge's helper, on memory the judge shares).
@@ -73,8 +76,10 @@ public:
   /// for deferred_pause before it is stopped and judged.
   void snapshot(int s);
   /// Judges the call just made on set s (after snapshot(s)) (trial t, call `run`): each check to `add`, with its
-  /// case and trial. `timed`: the outputs alone (a re-verified timed call).
-  void judge(int s, int t, int run, bool timed, const check_sink& add);
+  /// case and trial. `timed`: the outputs alone (a re-verified timed call). `waited`: the
+  /// worker has been stopped since an earlier judge command of the same batch paused for
+  /// deferred work, so this one does not pause again.
+  void judge(int s, int t, int run, bool timed, const check_sink& add, bool waited = false);
   void drop(int t);
 
   /// [torch]: whether the module runs in the bridge's helper on memory this judge shares.
@@ -88,6 +93,9 @@ public:
   [[nodiscard]] std::vector<case_reference_error> reference_errors() const;
   /// Ends the judge. @return its confinement report
   nlohmann::json finish();
+  /// Asks the judge to end without waiting (its CUDA teardown overlaps the caller's next
+  /// steps); finish() then collects its report.
+  void begin_finish();
 
   /// The next evaluation of a search on this judge (judge_keeper.hpp): `trials` (as many as
   /// it was started with) replace the last ones, whose truth goes; every set gets fresh canaries.
@@ -109,6 +117,8 @@ private:
   int m_sets = 0;
   std::vector<int> m_fds;
   std::size_t m_set_bytes = 0;
+  std::vector<int> m_verify_sets{0};
+  bool m_finishing = false;
   check_sink m_add; // where the current judge command's checks go
   std::string m_error;
   std::map<std::pair<int, std::size_t>, eval::reference_error> m_ref_errors;

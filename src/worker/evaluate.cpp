@@ -87,8 +87,10 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
     }
   };
   phase_start("build");
+  const auto t_build = timeline::clock::now();
   const auto builds = build_roles(p, candidate_source, opts.time, opts.observer, ev.builds, start_judge);
   phase_done("build_s");
+  rec.steps.add("build (every role)", t_build);
   if (!builds.candidate.ok) {
     const auto c = build_failure(candidate_source, builds.candidate);
     rec.check(c);
@@ -122,11 +124,13 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
       if (opts.judges) dj = opts.judges->take(ctx, builds, plan.trials, device_sets, judge_seed);
       const bool kept = dj != nullptr;
       const bool early = early_judge != nullptr;
+      const auto t_judge = timeline::clock::now();
       if (early) {
         dj = std::move(early_judge); // started during the builds
         dj->await_ready();
       }
       if (!dj) dj = std::make_unique<device_judge>(ctx, builds, plan.trials, device_sets, judge_seed);
+      rec.steps.add(kept ? "judge: kept" : "judge: ready", t_judge);
       ev.engine = {{"path", "device"}, {"judge", kept    ? "kept from an earlier evaluation"
                                               : early ? "new, started during the builds"
                                                       : "new"}};
@@ -144,12 +148,16 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
     // The candidate's worker and (when timing) the timing workers start now: their process
     // and CUDA start-up overlaps the truth and verification. A candidate that fails verification
     // never gets a timing command; its timing workers are killed unused.
-    call_worker = start_call_worker(ctx, builds.candidate.library, candidate_source, *dj, 0, verify_seed,
+    call_worker = start_call_worker(ctx, builds.candidate.library, candidate_source, *dj, verify_seed,
                                     ctx.timeout_s, plan.trials, rec.checks());
+    const auto t_truth = timeline::clock::now();
     for (auto& tj : plan.trials) dj->load(0, tj["trial"].get<int>()); // every trial's truth, now
     ev.reference_errors = dj->reference_errors();
+    rec.steps.add("truth: every trial's reference and oracle", t_truth);
     phase_done("oracle_s");
+    const auto t_timing_start = timeline::clock::now();
     if (opts.time) timing_workers = std::make_unique<device_timing>(ctx, builds, *dj, budget, timing_seed);
+    rec.steps.add("timing workers: started", t_timing_start);
   } else {
     host_truth = compute_truth(ctx, builds, plan.trials);
     if (!p.torch) ev.confinement["oracle"] = host_truth.confinement;
@@ -161,7 +169,8 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   phase_start("verify");
   verify_run verify;
   if (dj) {
-    verify = verify_on_device(std::move(call_worker), plan.trials, *dj, plan.recheck_trials, rec.checks());
+    verify = verify_on_device(std::move(call_worker), plan.trials, *dj, plan.recheck_trials, rec.checks(),
+                              &rec.steps);
   } else {
     host_judge.emplace(p, plan.trials, plan.recheck_trials, host_truth, rec.checks());
     verify = verify_candidate(ctx, builds.candidate.library, candidate_source, plan.trials, verify_seed, *host_judge,
@@ -210,6 +219,7 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   // already wrong), before timing (a candidate it fails is not timed).
   if (opts.sanitize) {
     phase_start("sanitize");
+    const auto t_sanitize = timeline::clock::now();
     sanitize_options so{.worker_exe = exe, .seed = opts.seed, .device = lease.ordinal};
     so.on_check = [&](const eval::check_result& c) { rec.check(c); };
     if (auto why = sanitize_unavailable(p, so); !why.empty()) {
@@ -229,6 +239,7 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
         }
     }
     phase_done("sanitize_s");
+    rec.steps.add("sanitize", t_sanitize);
   }
 
   // 7. Timing, only for a correct candidate (timing.hpp), and its timed calls re-verified.
@@ -244,9 +255,14 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
     const auto timed = time_subjects(ctx, builds, plan.rechecks, budget, timing_seed, rec);
     host_judge->timed_outputs(plan.rechecks, timed);
   }
-  if (p.torch && ev.timing("candidate"))
+  if (p.torch && ev.timing("candidate")) {
+    const auto t_torch = timeline::clock::now();
     time_torch_reference(ctx, budget, torch_seed, opts.reuse_torch_baselines, device_model, dj.get(), rec);
+    rec.steps.add("timing: PyTorch baselines", t_torch);
+  }
+  const auto t_end = timeline::clock::now();
   if (dj) end_judge();
+  rec.steps.add("judge: end or kept", t_end);
   phase_done("timing_s");
   check_plausibility(p, device_model, rec);
   for (auto& c : ev.checks)

@@ -1,8 +1,9 @@
 // Role "call": the candidate alone, in a GPU-resident evaluation. It maps the judge's shared
-// set (its fd arrives on share_fd), so its inputs and outputs are memory the judge owns and
-// reads in place; its workspace is its own, guarded and poisoned here. Each command is one
-// call; the parent stops this process while the judge loads or reads the set.
-//   {"cmd":"call","trial":t,"run":r}  -> {"type":"called","rc"}, or a failed check
+// verification sets (one or two; their fds arrive on share_fd), so its inputs and outputs are
+// memory the judge owns and reads in place; its workspace is its own (one per set), guarded and
+// poisoned here. Each command is one call on one set ("slot": its place among the fds); the
+// parent stops this process while the judge loads or reads the sets.
+//   {"cmd":"call","slot":k,"trial":t,"run":r}  -> {"type":"called"}, or a failed check
 // What only this process can see is reported here: kf_forward's return value, a device
 // fault, a sandbox limit, and writes past the workspace.
 #include "worker/roles.hpp"
@@ -16,7 +17,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <memory>
 #include <variant>
+#include <vector>
 
 namespace kforge::worker {
 
@@ -25,9 +28,13 @@ int run_call(channel_writer& ch, const problem::problem& p, const nlohmann::json
   // The set first, before any candidate code is loaded: the socket is closed before it runs.
   auto got = recv_fds(share_fd);
   ::close(share_fd);
-  if (got.fds.size() != 1) KFORGE_THROW(worker, "call worker: expected one shared set, got {}", got.fds.size());
-  auto set = device::shared_memory::import(job.value("device", 0), got.fds[0], job["set_bytes"].get<std::size_t>());
-  ::close(got.fds[0]);
+  if (got.fds.empty() || got.fds.size() > 2)
+    KFORGE_THROW(worker, "call worker: expected one or two shared sets, got {}", got.fds.size());
+  std::vector<device::shared_memory> sets;
+  for (int fd : got.fds) {
+    sets.push_back(device::shared_memory::import(job.value("device", 0), fd, job["set_bytes"].get<std::size_t>()));
+    ::close(fd);
+  }
   // Watching launches before candidate code loads: a thread its initialisers start is seen too.
   std::string unwatched;
   auto guard = launch_guard::start(dev.stream(), &unwatched);
@@ -37,7 +44,8 @@ int run_call(channel_writer& ch, const problem::problem& p, const nlohmann::json
     return 0;
   }
   auto& k = std::get<kernel_library>(cand);
-  eval::tensor_set ts(dev, p, set.data());
+  std::vector<std::unique_ptr<eval::tensor_set>> slots;
+  for (auto& set : sets) slots.push_back(std::make_unique<eval::tensor_set>(dev, p, set.data()));
   // Workspace poison differs between the two calls on the same inputs, so a candidate that
   // reads workspace it never wrote computes two different answers.
   constexpr std::uint8_t ws_poison[2] = {0xFF, 0x55};
@@ -47,7 +55,8 @@ int run_call(channel_writer& ch, const problem::problem& p, const nlohmann::json
   };
   try {
     ch.send({{"type", "progress"}, {"phase", "workspace"}});
-    ts.set_workspace(workspace_size(k, ts), job.value("canary_seed", std::uint64_t{1}) + 7);
+    const auto ws_bytes = workspace_size(k, *slots[0]);
+    for (auto& ts : slots) ts->set_workspace(ws_bytes, job.value("canary_seed", std::uint64_t{1}) + 7);
     ch.send({{"type", "ready"}, {"launches_watched", guard != nullptr}, {"unwatched_because", unwatched}});
     for (std::string line; std::getline(commands, line);) {
       const auto cmd = nlohmann::json::parse(line, nullptr, false);
@@ -55,6 +64,9 @@ int run_call(channel_writer& ch, const problem::problem& p, const nlohmann::json
         KFORGE_THROW(worker, "call worker: unknown command '{}'", line.substr(0, 200));
       at_trial = cmd.value("trial", -1);
       at_run = cmd.value("run", 0);
+      const auto slot = cmd.value("slot", std::size_t{0});
+      if (slot >= slots.size()) KFORGE_THROW(worker, "call worker: no set in slot {}", slot);
+      auto& ts = *slots[slot];
       ch.send({{"type", "progress"}, {"phase", "call"}, {"trial", at_trial}, {"run", at_run}});
       ts.poison_workspace(ws_poison[at_run & 1]);
       dev.synchronize(); // the judge's poison and the workspace's are in place before the candidate starts

@@ -9,7 +9,9 @@
 //   {"cmd":"rotation","set":s,"case":c,"seed":x}  a timing rotation's inputs (no truth) -> "loaded"
 //   {"cmd":"poison","set":s}              set s's outputs poisoned again -> "poisoned"
 //   {"cmd":"snapshot","set":s}            the call's answer, copied as soon as it returned -> "snapped"
-//   {"cmd":"judge","set":s,"trial":t,"run":r,"timed":b}  checks of that answer -> "check"..., "judged"
+//   {"cmd":"judge","set":s,"trial":t,"run":r,"timed":b,"waited":w}  checks of that answer -> "check"...,
+//                                         "judged" (waited: the pause after the stop was this batch's
+//                                         earlier judge command's, so none is taken again)
 //   {"cmd":"drop","trial":t}              trial t's truth no longer needed
 //   {"cmd":"reset","trials":[...],"canary_seed":x}  the next evaluation of a search -> "reset"
 // A [torch] problem has no reference library here: the parent has the bridge's helper run
@@ -118,10 +120,16 @@ public:
     if (need > free_b)
       KFORGE_THROW(worker, "the GPU-resident path needs about {:.1f} GiB of device memory, {:.1f} GiB are free",
                    need / 1073741824.0, free_b / 1073741824.0);
-    for (int s = 0; s < nsets; ++s) m_sets.push_back(device::shared_memory::allocate(m_ordinal, m_layout.bytes));
+    // Verification calls in pairs where memory allows: set 0 and one more set, after the
+    // parent's (no timing worker maps it, so a candidate's timing process never sees a
+    // verification trial's answer), so one deferred-work pause serves two calls. It costs a
+    // set, a second snapshot and a second first-call copy.
+    m_verify_sets = {0};
+    if (job.value("pair_verification", true) && need + m_layout.bytes + 2 * out <= free_b) m_verify_sets.push_back(nsets);
+    for (int s = 0; s < nsets + (m_verify_sets.size() > 1 ? 1 : 0); ++s)
+      m_sets.push_back(device::shared_memory::allocate(m_ordinal, m_layout.bytes));
     fresh_guards(job.value("canary_seed", std::uint64_t{1}));
     if (!m_libs) m_exchange = device::shared_memory::allocate(m_ordinal, m_exchange_layout["bytes"]);
-    for (std::size_t k = 0; k < m_layout.output_bytes.size(); ++k) m_snap.emplace_back(m_dev, m_layout.output_bytes[k]);
     m_partials = dev_buffer(m_dev, sizeof(kf_scan) * std::max<std::uint64_t>(1, m_k.scan_blocks(max_numel())));
     m_diff = dev_buffer(m_dev, 16);
   }
@@ -134,7 +142,8 @@ public:
     if (!m_libs) fds.push_back(m_exchange.export_fd());
     send_fds(sock, "sets", fds);
     for (int fd : fds) ::close(fd);
-    nlohmann::json ready{{"type", "ready"}, {"set_bytes", m_sets.empty() ? 0 : m_sets[0].size()}};
+    nlohmann::json ready{{"type", "ready"}, {"set_bytes", m_sets.empty() ? 0 : m_sets[0].size()},
+                         {"verify_sets", m_verify_sets}};
     if (!m_libs) {
       ready["exchange"] = m_exchange_layout;
       ready["exchange"]["bytes"] = m_exchange.size();
@@ -169,7 +178,7 @@ public:
         snapshot(s);
         m_ch.send({{"type", "snapped"}, {"set", s}});
       } else if (what == "judge") {
-        judge(s, cmd.value("trial", -1), cmd.value("run", 0), cmd.value("timed", false));
+        judge(s, cmd.value("trial", -1), cmd.value("run", 0), cmd.value("timed", false), cmd.value("waited", false));
         m_ch.send({{"type", "judged"}, {"set", s}});
       } else if (what == "drop") {
         m_truth.erase(cmd.value("trial", -1));
@@ -218,7 +227,7 @@ private:
     m_truth.clear();
     m_drawn = {};
     m_drawn_trial = -1;
-    m_snapped = -1;
+    m_snapped.clear();
     fresh_guards(canary_seed);
     for (int s = 0; s < static_cast<int>(m_sets.size()); ++s) poison(s);
     m_dev.synchronize();
@@ -457,18 +466,21 @@ private:
     return run_scan(prm, tt.reference[k].p, tt.oracle[k].p, tt.reference[k].p, static_cast<std::uint64_t>(spec.numel()));
   }
 
-  void judge(int s, int t, int run, bool timed) {
+  void judge(int s, int t, int run, bool timed, bool waited) {
     if (m_set_trial[s] != t) KFORGE_THROW(worker, "judge: set {} holds trial {}, not {}", s, m_set_trial[s], t);
     auto& tt = truth_of(t);
     const auto outs = m_p.outputs();
     const auto ins = m_p.inputs();
-    if (m_snapped != s) KFORGE_THROW(worker, "judge: set {} has no snapshot", s);
-    m_snapped = -1;
+    const auto snapped = m_snapped.find(s);
+    if (snapped == m_snapped.end()) KFORGE_THROW(worker, "judge: set {} has no snapshot", s);
+    const auto& snap = m_snaps[snapped->second];
+    m_snapped.erase(snapped); // its buffers are free again once this command ends
     // Work still queued on the GPU that changes the answer after the snapshot is deferred work.
-    std::this_thread::sleep_for(std::chrono::milliseconds(deferred_wait_ms));
+    // A batch's later sets were stopped as long as its first (the parent stops the worker once).
+    if (!waited) std::this_thread::sleep_for(std::chrono::milliseconds(deferred_wait_ms));
     std::vector<std::string> late;
     for (std::size_t k = 0; k < outs.size(); ++k)
-      if (diff(m_snap[k].p, set_output(s, k), m_layout.output_bytes[k], 1).first) late.push_back(outs[k]->name);
+      if (diff(snap[k].p, set_output(s, k), m_layout.output_bytes[k], 1).first) late.push_back(outs[k]->name);
     if (!timed) {
       send_check(m_ch, deferred_work_check(late), t, run);
       send_check(m_ch, guard_check(check_guards(s)), t, run);
@@ -486,11 +498,11 @@ private:
       const auto& spec = *outs[k];
       const auto n = static_cast<std::uint64_t>(spec.numel());
       const kf_dtype cd = spec.dtype, od = spec.oracle_dtype();
-      const auto sc = run_scan(eval::scan_params(spec, m_p.tolerance, cd, od, cd), m_snap[k].p, tt.oracle[k].p,
+      const auto sc = run_scan(eval::scan_params(spec, m_p.tolerance, cd, od, cd), snap[k].p, tt.oracle[k].p,
                                tt.reference[k].p, n);
       std::map<std::size_t, eval::element_values> values;
       for (auto i : eval::scan_elements(spec, m_p.tolerance, sc))
-        values[i] = {value_at(m_snap[k].p, cd, i), value_at(tt.oracle[k].p, od, i), value_at(tt.reference[k].p, cd, i)};
+        values[i] = {value_at(snap[k].p, cd, i), value_at(tt.oracle[k].p, od, i), value_at(tt.reference[k].p, cd, i)};
       for (auto& c : eval::judge_scan(spec, m_p.tolerance, sc, values)) send_check(m_ch, c, t, run);
       if (timed || !m_p.tolerance.deterministic) continue;
       // The repeat: the second call on the same inputs must match the first bit for bit.
@@ -498,12 +510,12 @@ private:
       if (run == 0) {
         if (first.size() < outs.size()) first.resize(outs.size());
         if (!first[k].p) first[k] = dev_buffer(m_dev, m_layout.output_bytes[k]);
-        cuda_check(cudaMemcpyAsync(first[k].p, m_snap[k].p, m_layout.output_bytes[k], cudaMemcpyDeviceToDevice, m_stream),
+        cuda_check(cudaMemcpyAsync(first[k].p, snap[k].p, m_layout.output_bytes[k], cudaMemcpyDeviceToDevice, m_stream),
                    "keeping the first call");
       } else if (k < first.size() && first[k].p) {
         const int w = static_cast<int>(dtype_size(cd));
-        const auto [count, at] = diff(first[k].p, m_snap[k].p, n, w);
-        auto c = count ? eval::repeat_verdict(spec, count, at, value_at(first[k].p, cd, at), value_at(m_snap[k].p, cd, at))
+        const auto [count, at] = diff(first[k].p, snap[k].p, n, w);
+        auto c = count ? eval::repeat_verdict(spec, count, at, value_at(first[k].p, cd, at), value_at(snap[k].p, cd, at))
                        : eval::repeat_verdict(spec, 0, 0, 0, 0);
         send_check(m_ch, c, t, run);
       }
@@ -515,12 +527,21 @@ private:
   // stream as soon as it returned (in its own context: work it left on another stream of that
   // context could not land first, as it might before a copy of this context's was scheduled).
   void snapshot(int s) {
+    auto& slot = m_snapped.try_emplace(s, free_snapshot()).first->second;
     for (std::size_t k = 0; k < m_layout.outputs.size(); ++k)
-      cuda_check(cudaMemcpyAsync(m_snap[k].p, set_base(s) + m_layout.answers[k], m_layout.output_bytes[k],
+      cuda_check(cudaMemcpyAsync(m_snaps[slot][k].p, set_base(s) + m_layout.answers[k], m_layout.output_bytes[k],
                                  cudaMemcpyDeviceToDevice, m_stream),
                  "snapshot");
     m_dev.synchronize();
-    m_snapped = s;
+  }
+  // Snapshot buffers no set holds now: as many exist as sets were snapped at once (a
+  // verification pair: two), not one per set.
+  int free_snapshot() {
+    for (int i = 0; i < static_cast<int>(m_snaps.size()); ++i)
+      if (std::none_of(m_snapped.begin(), m_snapped.end(), [i](auto& e) { return e.second == i; })) return i;
+    auto& fresh = m_snaps.emplace_back();
+    for (auto b : m_layout.output_bytes) fresh.emplace_back(m_dev, b);
+    return static_cast<int>(m_snaps.size()) - 1;
   }
 
   static constexpr std::size_t guard = eval::guarded_buffer::guard_bytes;
@@ -577,14 +598,15 @@ private:
   eval::set_layout m_layout;
   cudaStream_t m_stream;
   int m_ordinal = 0;
-  int m_snapped = -1; // the set whose outputs m_snap holds, until judged
+  std::map<int, int> m_snapped; // set -> its snapshot in m_snaps, until judged
+  std::vector<int> m_verify_sets; // the sets verification calls alternate between (ready says)
   bool m_sized = false;
   std::vector<trial> m_trials;
   std::vector<device::shared_memory> m_sets;
   std::vector<std::vector<std::uint8_t>> m_canaries;
   std::vector<int> m_set_trial;
   std::vector<std::vector<dev_buffer>> m_first; // per set: the first call's outputs, for the repeat
-  std::vector<dev_buffer> m_snap;
+  std::vector<std::vector<dev_buffer>> m_snaps; // per snapshot: one buffer per output
   std::vector<std::size_t> m_guards; // guard_offsets()
   dev_buffer m_partials, m_diff;
   std::map<int, trial_truth> m_truth;

@@ -7,8 +7,11 @@
 #include "worker/evaluate.hpp"
 #include "worker/protocol.hpp"
 
+#include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <functional>
+#include <string>
 #include <tuple>
 
 namespace kforge::worker {
@@ -27,11 +30,26 @@ using output_key = std::tuple<int, int, std::size_t>;
 /// Receives each check as it is made: to the caller's observer, then into the evaluation.
 using check_sink = std::function<void(eval::check_result)>;
 
+/// Where an evaluation's time goes, step by step: each entry is [name, start, seconds], the
+/// start counted from the evaluation's. Kept in the evaluation's phases as "steps".
+struct timeline {
+  using clock = std::chrono::steady_clock;
+  clock::time_point origin = clock::now();
+  nlohmann::json* out = nullptr; // the array entries go to
+  void add(const std::string& name, clock::time_point since) const {
+    if (!out) return;
+    const auto now = clock::now();
+    auto ms = [](auto d) { return std::round(std::chrono::duration<double>(d).count() * 1e4) / 1e4; };
+    out->push_back(nlohmann::json::array({name, ms(since - origin), ms(now - since)}));
+  }
+};
+
 /// Records into the evaluation as things are found, telling the caller's observer first
 /// (so it can store each before the next arrives).
 struct recorder {
   evaluation& ev;
   const evaluate_observer& observer;
+  timeline steps{timeline::clock::now(), &(ev.phases["steps"] = nlohmann::json::array())};
   void check(eval::check_result c) {
     if (observer.on_check) observer.on_check(c);
     ev.checks.push_back(std::move(c));

@@ -133,8 +133,9 @@ bool record_results(const std::vector<eval::timing_samples>& results, const prob
 // The trusted worker's end: not the candidate's code, but its doing as far as anyone can tell
 // (the reference timed in that worker before, and a candidate that slowed or starved it is the
 // likely cause).
-void end_trusted(worker_session& ref, recorder& rec) {
-  ref.send({{"cmd", "finish"}});
+// `asked`: the finish command went earlier (so that its end overlapped the candidate's).
+void end_trusted(worker_session& ref, recorder& rec, bool asked = false) {
+  if (!asked) ref.send({{"cmd", "finish"}});
   const auto r_end = ref.finish();
   rec.ev.confinement["time_trusted"] = r_end.confinement;
   if (auto f = process_failure(r_end, "timing", rec.ev.trials)) {
@@ -330,8 +331,11 @@ void device_timing::run(const nlohmann::json& rechecks, recorder& rec) {
                              }};
   std::vector<eval::sampler> samplers{cand_sampler};
   for (auto& s : S.trusted) samplers.push_back(remote(*S.ref, s["name"]));
+  const auto t_sampling = timeline::clock::now();
   const auto [complete, results] = sample_both(cand, S.ref.get(), samplers, p, S.budget_s);
+  rec.steps.add("timing: sampling (ready waits included)", t_sampling);
   const bool failed = record_results(results, p, rec) || !complete;
+  const auto t_rechecks = timeline::clock::now();
   // After sampling: a timed call in rotation 0's set and one in the set never timed before.
   if (complete && !failed && rechecks.size() >= 3)
     for (auto [place, set] : {std::pair{std::size_t{1}, 1}, std::pair{std::size_t{2}, rotations + 1}}) {
@@ -349,13 +353,18 @@ void device_timing::run(const nlohmann::json& rechecks, recorder& rec) {
       dj.snapshot(set);
       with_candidate_stopped([&] { dj.judge(set, t, 0, true, collect(place)); });
     }
+  rec.steps.add("timing: rechecks after sampling", t_rechecks);
   for (std::size_t i = 0; i < rechecks.size() && i < std::size(recheck_where); ++i)
     if (!timed_checks[i].empty()) rec.check(timed_verdict(i, rechecks[i], timed_checks[i]));
+  // Both workers are told to finish before either is waited for: their ends overlap.
+  const auto t_end = timeline::clock::now();
+  if (S.ref) S.ref->send({{"cmd", "finish"}});
   cand.send({{"cmd", "finish"}});
   const auto c_end = cand.finish();
   rec.ev.confinement["time"] = c_end.confinement;
   if (auto f = process_failure(c_end, "timing", rec.ev.trials)) rec.check(*f);
-  if (S.ref) end_trusted(*S.ref, rec);
+  if (S.ref) end_trusted(*S.ref, rec, true);
+  rec.steps.add("timing: workers end", t_end);
 }
 
 void time_torch_reference(const worker_context& ctx, double budget_s, std::uint64_t seed, bool reuse,
