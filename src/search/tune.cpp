@@ -9,7 +9,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <future>
+#include <list>
+#include <optional>
 #include <set>
 
 namespace kforge::search {
@@ -17,8 +21,8 @@ namespace kforge::search {
 namespace {
 
 // Model-guided choice: an additive model of log(time) in the parameters' values, fitted
-// to what was measured; the next batch is the untried admissible assignments (neighbours
-// of the best few and random draws) it predicts fastest. A value never measured gets an
+// to what was measured; the next point is the untried admissible assignment (among
+// neighbours of the best few and random draws) it predicts fastest. A value never measured gets an
 // optimistic score, so every value is tried before the model trusts itself.
 class additive_model {
 public:
@@ -93,81 +97,102 @@ outcome tune_or_evaluate(session& s, const proposal& prop, int budget, const std
   if (how != "grid" && how != "random" && how != "model")
     KFORGE_THROW(usage, "unknown tune method '{}'; use grid, random, model or auto", method);
 
-  std::set<std::string> tried;
+  std::set<std::string> tried; // submitted, finished or not
   std::vector<outcome> results;
   std::vector<std::pair<build::assignment, double>> measured; // log(median) of passing instances
   std::vector<build::assignment> failed;
   double worst = 0;
-  auto run_batch = [&](const std::vector<build::assignment>& batch) {
-    std::vector<proposal> props;
-    for (auto& a : batch)
-      if (tried.insert(build::key(a)).second) props.push_back(instance(a));
-    if (props.empty()) return false;
-    auto outs = s.evaluate_all(props);
-    bool any_run = false;
-    for (std::size_t i = 0; i < outs.size(); ++i) {
-      if (outs[i].status == "not_run") continue;
-      any_run = true;
-      const auto a = props[i].params.get<build::assignment>();
-      if (outs[i].passed()) {
-        const double y = std::log(*outs[i].median_s);
+  const int left = std::max(1, budget);
+
+  // The next point to try, or none when the space (or the grid) is exhausted. The declared
+  // defaults come first: the author's guess is the baseline every other point must beat.
+  const auto grid = how == "grid" ? build::grid(space, static_cast<std::size_t>(left)) : std::vector<build::assignment>{};
+  std::size_t grid_at = 0;
+  additive_model model;
+  auto next_point = [&]() -> std::optional<build::assignment> {
+    if (how == "grid") {
+      while (grid_at < grid.size())
+        if (const auto& a = grid[grid_at++]; !tried.count(build::key(a))) return a;
+      return std::nullopt;
+    }
+    if (!tried.count(build::key(start))) return start;
+    std::vector<build::assignment> pool;
+    if (how == "random" || measured.empty()) {
+      pool = build::sample(space, 64, s.rng());
+    } else {
+      // Failed instances count as slower than the slowest that passed.
+      auto data = measured;
+      for (auto& a : failed) data.emplace_back(a, worst + 1.0);
+      model.fit(data);
+      std::vector<std::pair<build::assignment, double>> by_time = measured;
+      std::sort(by_time.begin(), by_time.end(), [](auto& x, auto& y) { return x.second < y.second; });
+      for (std::size_t i = 0; i < by_time.size() && i < 3; ++i)
+        for (auto& n : build::neighbours(space, by_time[i].first)) pool.push_back(n);
+      for (auto& a : build::sample(space, 64, s.rng())) pool.push_back(a);
+      std::vector<std::pair<double, build::assignment>> ranked;
+      for (auto& a : pool)
+        if (!tried.count(build::key(a))) ranked.emplace_back(model.predict(a), a);
+      std::stable_sort(ranked.begin(), ranked.end(), [](auto& x, auto& y) { return x.first < y.first; });
+      pool.clear();
+      for (auto& [score, a] : ranked) pool.push_back(a);
+    }
+    for (auto& a : pool)
+      if (!tried.count(build::key(a))) return a;
+    return std::nullopt; // a small space, sampled out
+  };
+
+  // A sliding window of evaluations in flight, not batches with a barrier: while one
+  // instance is timed on the GPU the next ones build (nvcc: seconds), so the GPU waits on
+  // no compiler. Each is chosen when a place frees, from everything measured by then.
+  struct in_flight {
+    proposal prop;
+    std::future<outcome> result;
+  };
+  std::list<in_flight> flying;
+  const int window = std::max(1, s.lanes().devices()) + 2;
+  bool spent = false; // an evaluation came back not run: the budget is spent
+  std::exception_ptr first_error;
+  auto take = [&](in_flight& f) {
+    try {
+      auto o = f.result.get();
+      if (o.status == "not_run") {
+        spent = true;
+        return;
+      }
+      const auto a = f.prop.params.get<build::assignment>();
+      if (o.passed()) {
+        const double y = std::log(*o.median_s);
         worst = measured.empty() ? y : std::max(worst, y);
         measured.emplace_back(a, y);
       } else {
         failed.push_back(a);
       }
-      results.push_back(std::move(outs[i]));
+      results.push_back(std::move(o));
+    } catch (...) {
+      if (!first_error) first_error = std::current_exception();
     }
-    return any_run;
   };
-
-  const int lanes = std::max(1, s.lanes().devices());
-  const int batch_size = std::max(2, 2 * lanes);
-  int left = std::max(1, budget);
-  if (how == "grid") {
-    auto all = build::grid(space, static_cast<std::size_t>(left));
-    for (std::size_t i = 0; i < all.size() && !s.stop_reason(); i += batch_size) {
-      std::vector<build::assignment> b(all.begin() + i, all.begin() + std::min(all.size(), i + batch_size));
-      if (!run_batch(b)) break;
+  for (;;) {
+    while (!spent && !first_error && static_cast<int>(flying.size()) < window &&
+           static_cast<int>(tried.size()) < left && !s.stop_reason()) {
+      const auto a = next_point();
+      if (!a) break;
+      tried.insert(build::key(*a));
+      auto& f = flying.emplace_back(in_flight{instance(*a), {}});
+      f.result = std::async(std::launch::async, [&s, &f] { return s.evaluate(f.prop); });
     }
-  } else {
-    // The declared defaults first: the author's guess is the baseline every other point must beat.
-    std::vector<build::assignment> first{start};
-    for (auto& a : build::sample(space, static_cast<std::size_t>(std::min(left, batch_size)) - 1, s.rng()))
-      first.push_back(a);
-    run_batch(first);
-    additive_model model;
-    while (static_cast<int>(tried.size()) < left && !s.stop_reason()) {
-      std::vector<build::assignment> pool;
-      if (how == "random") {
-        pool = build::sample(space, static_cast<std::size_t>(batch_size) * 4, s.rng());
-      } else {
-        // Failed instances count as slower than the slowest that passed.
-        auto data = measured;
-        for (auto& a : failed) data.emplace_back(a, worst + 1.0);
-        model.fit(data);
-        std::vector<std::pair<double, build::assignment>> ranked;
-        std::vector<std::pair<build::assignment, double>> by_time = measured;
-        std::sort(by_time.begin(), by_time.end(), [](auto& x, auto& y) { return x.second < y.second; });
-        for (std::size_t i = 0; i < by_time.size() && i < 3; ++i)
-          for (auto& n : build::neighbours(space, by_time[i].first)) pool.push_back(n);
-        for (auto& a : build::sample(space, 64, s.rng())) pool.push_back(a);
-        for (auto& a : pool)
-          if (!tried.count(build::key(a))) ranked.emplace_back(model.predict(a), a);
-        std::stable_sort(ranked.begin(), ranked.end(), [](auto& x, auto& y) { return x.first < y.first; });
-        pool.clear();
-        for (auto& [score, a] : ranked) pool.push_back(a);
-      }
-      std::vector<build::assignment> next;
-      std::set<std::string> in_batch;
-      for (auto& a : pool) {
-        if (static_cast<int>(next.size()) >= std::min(batch_size, left - static_cast<int>(tried.size()))) break;
-        const auto k = build::key(a);
-        if (!tried.count(k) && in_batch.insert(k).second) next.push_back(a);
-      }
-      if (next.empty() || !run_batch(next)) break; // the space is exhausted (or the budget)
+    if (flying.empty()) break;
+    // The first to finish, whichever it is (with several GPUs they finish out of order).
+    auto done = flying.end();
+    while (done == flying.end()) {
+      for (auto it = flying.begin(); it != flying.end() && done == flying.end(); ++it)
+        if (it->result.wait_for(std::chrono::milliseconds(0)) == std::future_status::ready) done = it;
+      if (done == flying.end()) flying.front().result.wait_for(std::chrono::milliseconds(5));
     }
+    take(*done);
+    flying.erase(done);
   }
+  if (first_error) std::rethrow_exception(first_error);
 
   // The fastest passing instance; else the first failure, so the caller sees why.
   const outcome* best = nullptr;
