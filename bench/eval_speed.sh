@@ -31,5 +31,7 @@ f = lambda k: f"{ph.get(k, 0):7.2f}"
 path = j.get("engine", {}).get("path", "?")
 print(f"| {p:<14} | {j['status'][:7]:<7} | {path:<6} | {wall:7.1f} | {rss / 1024:8.0f} | {tree:8d} | {f('build_s')} | {f('oracle_s')} | {f('verify_s')} | {f('judge_s')} | {f('timing_s')} |")
 if j.get("engine", {}).get("why"): print(f"|   host path because: {j['engine']['why'][:200]} |")
+steps = ph.get("steps", [])
+if steps: print(f"  {p} steps [name, start s, seconds]:", "; ".join(f"{n} {a:.2f}+{d:.2f}" for n, a, d in steps), file=sys.stderr)
 PY
 done

@@ -38,4 +38,17 @@ print(line + f" | rc {rc} |")
 ph = [json.loads(r[2]).get("phases", {}) for r in rows if r[2]]
 keys = ["build_s", "oracle_s", "verify_s", "judge_s", "timing_s"]
 print("mean phases over", len(ph), "evaluations:", {k: round(sum(x.get(k, 0) for x in ph) / max(1, len(ph)), 3) for k in keys})
+if rows:
+    # Where the wall goes outside the evaluations: before the first starts, after the last ends.
+    first, last = min(t(r[0]) for r in rows), max(t(r[1]) for r in rows)
+    print(f"wall: {first - start:.1f} s before the first evaluation started, {last - first:.1f} s of evaluations, "
+          f"{end - last:.1f} s after the last finished (the best's compute-sanitizer run, the end)")
+    spans = sorted((t(r[0]) - start, t(r[1]) - start) for r in rows)
+    print("evaluations [start, finish] s from the run's start:", " ".join(f"[{a:.1f},{b:.1f}]" for a, b in spans))
+    steps = {}
+    for x in ph:
+        for name, _, dur in x.get("steps", []):
+            steps.setdefault(name, []).append(dur)
+    if steps:
+        print("mean steps:", {k: round(sum(v) / len(v), 3) for k, v in steps.items()})
 PY

@@ -59,9 +59,15 @@ echo "=== latency: new candidate, warm reference/oracle"
 sed 's/THREADS = 256 in/THREADS = 512 in/' problems/softmax/seed.cu > /tmp/seed512.cu
 /usr/bin/time -f '%e s wall' dist/kforge eval tests/gpu/problems/softmax_small /tmp/seed512.cu | tail -4
 echo "=== latency: new kernel-only candidate (NVRTC), warm reference/oracle"
-sed 's/512/256/g' examples/softmax_nvrtc.cu > /tmp/nvrtc256.cu # new source (not in the cache): 256 threads
-/usr/bin/time -f '%e s wall' dist/kforge eval tests/gpu/problems/softmax_small /tmp/nvrtc256.cu --json > "$OUT/latency_nvrtc.json"
-python3 -c "import json; j=json.load(open('$OUT/latency_nvrtc.json')); print(j['status'], 'phases', j['phases']); print([(b['role'], b['toolchain'], b['cached'], round(b['duration_s'], 3)) for b in j['builds']])"
+# Each a new source (not in the cache); the last with KFORGE_WORKER_LINGER=1 (workers waited for
+# through their CUDA teardown, as before kill-on-done) to measure what that saves.
+for th in 256 128 64; do
+  sed "s/512/$th/g" examples/softmax_nvrtc.cu > /tmp/nvrtc$th.cu
+  [ $th = 64 ] && { export KFORGE_WORKER_LINGER=1; echo "(KFORGE_WORKER_LINGER=1)"; }
+  /usr/bin/time -f '%e s wall' dist/kforge eval tests/gpu/problems/softmax_small /tmp/nvrtc$th.cu --json > "$OUT/latency_nvrtc$th.json"
+  unset KFORGE_WORKER_LINGER
+  python3 -c "import json; j=json.load(open('$OUT/latency_nvrtc$th.json')); ph=j['phases']; print(j['status'], 'phases', {k: round(v, 3) for k, v in ph.items() if isinstance(v, float)}); print('steps', '; '.join(f'{n} {a:.2f}+{d:.2f}' for n, a, d in ph.get('steps', []))); print([(b['role'], b['toolchain'], b['cached'], round(b['duration_s'], 3)) for b in j['builds']])"
+done
 fi
 if [ -z "${SKIP_SANITIZE:-}" ]; then
 echo "=== sanitize: the softmax seed under compute-sanitizer (memcheck, racecheck, initcheck, synccheck)"
