@@ -172,7 +172,11 @@ verify_run verify_on_device(std::unique_ptr<worker_session> w, const nlohmann::j
         judged([&] {
           for (std::size_t k = 0; k < n; ++k) j.poison(sets[k]);
         });
-      for (std::size_t k = 0; going && k < n; ++k) {
+      // The second run goes through the sets the other way round, so each trial's two calls
+      // differ in their place in the candidate's call count (a counter that nudges every
+      // second call would otherwise nudge both calls of one trial and neither of the other).
+      for (std::size_t i = 0; going && i < n; ++i) {
+        const std::size_t k = run == 0 ? i : n - 1 - i;
         going = w->send({{"cmd", "call"}, {"slot", k}, {"trial", trial(k)}, {"run", run}}) &&
                 w->wait_for("called").has_value();
         if (!going) break;
