@@ -41,6 +41,9 @@ public:
     check(cudaSetDevice(ordinal), "cudaSetDevice");
     check(cudaGetDeviceProperties(&m_props, ordinal), "cudaGetDeviceProperties");
     check(cudaStreamCreateWithFlags(&m_stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    // The stream's own attributes as created, restored after every timed call.
+    for (auto& [id, value, known] : m_stream_attrs) known = cudaStreamGetAttribute(m_stream, id, &value) == cudaSuccess;
+    (void)cudaGetLastError();
     check(cudaEventCreate(&m_start), "cudaEventCreate");
     check(cudaEventCreate(&m_stop), "cudaEventCreate");
     // Twice the L2: writing it evicts every line a previous call left there.
@@ -122,10 +125,14 @@ public:
   /// Device state a call can leave behind for the next sample, and for the reference timed
   /// between its samples in another process: the persisting-L2 set-aside (a carve-out of the
   /// device's L2, so it shrinks everyone's cache) with its persisting lines, and an access-policy
-  /// window on our stream. Undone before and after every timed call, outside the timed interval.
+  /// window on our stream, and the stream's other attributes (priority, synchronization policy,
+  /// memory-sync domain), back to what they were at creation. Undone before and after every
+  /// timed call, outside the timed interval.
   void reset_left_state() {
     cudaStreamAttrValue none{}; // num_bytes 0: no window
     (void)cudaStreamSetAttribute(m_stream, cudaStreamAttributeAccessPolicyWindow, &none);
+    for (const auto& [id, value, known] : m_stream_attrs)
+      if (known) (void)cudaStreamSetAttribute(m_stream, id, &value);
     (void)cudaCtxResetPersistingL2Cache();
     (void)cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0);
     (void)cudaGetLastError(); // a device without persisting L2 refuses these: not a fault of the call
@@ -135,6 +142,15 @@ private:
   int m_ordinal;
   cudaDeviceProp m_props{};
   cudaStream_t m_stream = nullptr;
+  struct stream_attr {
+    cudaStreamAttrID id;
+    cudaStreamAttrValue value;
+    bool known;
+  };
+  stream_attr m_stream_attrs[4] = {{cudaStreamAttributePriority, {}, false},
+                                   {cudaStreamAttributeSynchronizationPolicy, {}, false},
+                                   {cudaStreamAttributeMemSyncDomain, {}, false},
+                                   {cudaStreamAttributeMemSyncDomainMap, {}, false}};
   cudaEvent_t m_start = nullptr, m_stop = nullptr;
   void* m_scrub = nullptr;
   std::size_t m_scrub_bytes = 0;
