@@ -42,7 +42,13 @@ public:
     check(cudaGetDeviceProperties(&m_props, ordinal), "cudaGetDeviceProperties");
     check(cudaStreamCreateWithFlags(&m_stream, cudaStreamNonBlocking), "cudaStreamCreate");
     // The stream's own attributes as created, restored after every timed call.
-    for (auto& [id, value, known] : m_stream_attrs) known = cudaStreamGetAttribute(m_stream, id, &value) == cudaSuccess;
+    for (auto& [id, value, known] : m_stream_attrs) {
+      known = cudaStreamGetAttribute(m_stream, id, &value) == cudaSuccess;
+      // A new stream reads back policy 0 ("none set"), which cannot be set again (seen on the
+      // H100: a Spin policy set in a call then stayed); Auto is what an unset policy means.
+      if (known && id == cudaStreamAttributeSynchronizationPolicy && value.syncPolicy < cudaSyncPolicyAuto)
+        value.syncPolicy = cudaSyncPolicyAuto;
+    }
     (void)cudaGetLastError();
     check(cudaEventCreate(&m_start), "cudaEventCreate");
     check(cudaEventCreate(&m_stop), "cudaEventCreate");
