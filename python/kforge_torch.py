@@ -220,7 +220,35 @@ def cmd_probe(req):
     ok = torch.cuda.is_available()
     return {"torch_version": torch.__version__, "cuda": ok,
             "device_name": torch.cuda.get_device_name(0) if ok and not req.get("light") else "",
-            "python": sys.version.split()[0]}
+            "python": sys.version.split()[0], "interpreter": interpreter_info()}
+
+
+def interpreter_info():
+    """What kforge's worker needs to embed this interpreter for a Python candidate
+    (src/worker/python_library.cpp): its shared libpython, home and sys.path."""
+    import sysconfig
+    libdir = sysconfig.get_config_var("LIBDIR") or ""
+    names = [sysconfig.get_config_var(k) for k in ("INSTSONAME", "LDLIBRARY")]
+    multiarch = sysconfig.get_config_var("MULTIARCH") or ""
+    found = ""
+    for name in names:
+        if not name or ".so" not in name:  # a static libpython (.a) cannot be loaded
+            continue
+        for d in (libdir, os.path.join(libdir, multiarch), "/usr/lib/" + multiarch, "/usr/lib", "/usr/local/lib"):
+            if d and os.path.isfile(os.path.join(d, name)):
+                found = os.path.realpath(os.path.join(d, name))
+                break
+        if found:
+            break
+    here = os.path.dirname(os.path.abspath(__file__))
+    return {"libpython": found, "version": sys.version.split()[0], "home": sys.base_prefix, "prefix": sys.prefix,
+            "path": list(dict.fromkeys([os.path.abspath(p) for p in sys.path if p and os.path.isdir(p)
+                                        and os.path.abspath(p) != here] + [here])),
+            "why_no_libpython": "" if found else
+            (f"the Python at {sys.base_prefix} has no shared libpython (Py_ENABLE_SHARED="
+             f"{sysconfig.get_config_var('Py_ENABLE_SHARED')}): kforge runs a Python candidate inside its worker and "
+             f"needs lib{'python' + sysconfig.get_config_var('VERSION')}.so (Debian: the libpython3.x package; or "
+             f"a Python built with --enable-shared, e.g. uv's or pyenv's with PYTHON_CONFIGURE_OPTS=--enable-shared)")}
 
 
 def _mem_available():

@@ -14,7 +14,7 @@ APT_PACKAGES=(
   libsqlite3-dev sqlite3 libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcurl4-openssl-dev libcpp-httplib-dev
-  libseccomp-dev
+  libseccomp-dev libpython3-dev
   libjs-chart.js libjs-d3 libjs-highlight.js
 )
 [ "${1:-}" = "--test-deps" ] && APT_PACKAGES+=(chromium-headless-shell python3-venv)

@@ -24,13 +24,15 @@ struct adversary {
 
 inline void PrintTo(const adversary& a, std::ostream* os) { *os << a.file.filename().string(); }
 
-/// Every .cpp/.cu file of tests/adversarial/<backend>, sorted.
+/// Every .cpp/.cu/.py file of tests/adversarial/<backend>, sorted (a .py file's header is a
+/// '#' comment: "# kforge-adversarial: problem=softmax expect=tolerance").
 inline std::vector<adversary> load_suite(const std::string& backend) {
   std::vector<adversary> out;
   const auto dir = source_dir() / "tests" / "adversarial" / backend;
-  const std::regex header(R"(^// kforge-adversarial: problem=(\S+) expect=(\S+)(?: case=(\S+))?)");
+  const std::regex header(R"(^(?://|#) kforge-adversarial: problem=(\S+) expect=(\S+)(?: case=(\S+))?)");
   for (auto& e : std::filesystem::directory_iterator(dir)) {
-    if (e.path().extension() != ".cpp" && e.path().extension() != ".cu") continue;
+    const auto ext = e.path().extension();
+    if (ext != ".cpp" && ext != ".cu" && ext != ".py") continue;
     std::ifstream in(e.path());
     std::string line;
     std::getline(in, line);

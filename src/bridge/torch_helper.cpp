@@ -264,6 +264,7 @@ const torch_status& torch_probe() {
     s.version = a["torch_version"];
     s.cuda = a.value("cuda", false);
     s.device_name = a.value("device_name", "");
+    if (a.contains("interpreter")) s.interpreter = a["interpreter"];
   });
   return s;
 }

@@ -25,6 +25,7 @@ struct torch_status {
   bool cuda = false;       // torch.cuda.is_available() in that interpreter
   std::string device_name; // GPU 0's name, when cuda
   std::string why;         // when !available: what is missing and how to get it
+  nlohmann::json interpreter = nlohmann::json::object(); // libpython, home, sys.path: for Python candidates
 };
 
 /// Looks for torch once per process (about a second: python imports torch).

@@ -340,6 +340,7 @@ artifact compile_nvrtc(const request& rq) {
 }
 
 std::string toolchain_for(const std::filesystem::path& source, problem_backend b) {
+  if (source.extension() == ".py") return "python";
   if (b == problem_backend::cpu) return "host";
   return declares_launches(read_file(source)) ? "nvrtc" : "nvcc";
 }
@@ -354,6 +355,7 @@ std::filesystem::path write_source(const std::string& source, const std::filesys
 
 artifact compile(const request& given, problem_backend b) {
   request rq = given;
+  if (given.source.extension() == ".py") return compile_python(rq, b);
   // A source that declares tunable parameters is built at their declared defaults: the
   // instance (#defines in place of the directives) is written content-addressed beside
   // the cache, and the original folder stays on the include path.

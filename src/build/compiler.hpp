@@ -10,6 +10,7 @@
 //   nvcc   a CUDA source with host code (kf_forward launching its kernels, library calls):
 //          a shared object for one architecture, default sm_90a (Hopper's wgmma/TMA
 //          instructions need the 'a' target).
+//   python a .py file defining ModelNew (KernelBench's format): build/compile_python.cpp.
 //   nvrtc  a kernel-only CUDA source, one that declares `// kforge: launch` directives
 //          (build/launch_plan.hpp): device code alone, compiled by NVRTC (through the
 //          kforge-nvrtc driver) to a cubin, which the worker launches itself. No host
@@ -34,6 +35,9 @@ struct request {
   // The problem's tensor names, when known: a kernel-only candidate's launch directives are
   // checked against them at build time, so a misspelt name is a build error.
   std::vector<std::string> input_names, output_names;
+  // A Python candidate's problem (worker::python_candidate_spec): its build runs ModelNew once
+  // at the problem's shapes, so the problem is part of the build.
+  nlohmann::json python_spec;
 };
 
 enum class problem_backend { cpu, cuda };
@@ -65,6 +69,13 @@ std::filesystem::path write_source(const std::string& source, const std::filesys
 [[nodiscard]] artifact compile_host(const request& rq);
 [[nodiscard]] artifact compile_nvcc(const request& rq);
 [[nodiscard]] artifact compile_nvrtc(const request& rq);
+/// A Python candidate (ModelNew): imported, constructed and called once (the JIT), confined.
+[[nodiscard]] artifact compile_python(const request& rq, problem_backend b);
+/// The folder a Python candidate's build writes its JIT caches to (read-only to its workers).
+[[nodiscard]] std::filesystem::path python_jit_dir(const std::string& cache_key);
+/// What a worker running the Python candidate `library` may read: the file, its build record,
+/// the interpreter and its sys.path, the JIT folder.
+[[nodiscard]] std::vector<std::filesystem::path> python_read_paths(const std::filesystem::path& library);
 /// @return the toolchain compile() uses for this source on backend b: "host", "nvcc" or "nvrtc".
 [[nodiscard]] std::string toolchain_for(const std::filesystem::path& source, problem_backend b);
 /// The launch plan of an nvrtc artifact's cubin: <library>.launch.json.

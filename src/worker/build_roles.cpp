@@ -1,4 +1,5 @@
 #include "worker/build_roles.hpp"
+#include "worker/python_library.hpp"
 
 #include "core/error.hpp"
 #include "eval/device_kernels.hpp"
@@ -30,10 +31,12 @@ role_artifacts build_roles(const problem::problem& p, const std::filesystem::pat
   std::vector<std::string> input_names, output_names;
   for (auto* t : p.inputs()) input_names.push_back(t->name);
   for (auto* t : p.outputs()) output_names.push_back(t->name);
+  const auto python_spec = python_candidate_spec(p, tb == build::problem_backend::cuda ? "cuda" : "cpu", {});
   auto launch = [&](const std::string& role, const std::filesystem::path& src, kf_dtype real) {
     return std::async(std::launch::async, [=] {
       return role_build{role, build::compile({.source = src, .real = real, .role = role,
-                                              .input_names = input_names, .output_names = output_names},
+                                              .input_names = input_names, .output_names = output_names,
+                                              .python_spec = src.extension() == ".py" ? python_spec : nlohmann::json()},
                                              tb)};
     });
   };

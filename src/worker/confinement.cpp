@@ -1,5 +1,6 @@
 #include "worker/confinement.hpp"
 
+#include "build/compiler.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
@@ -109,6 +110,8 @@ launch confine_worker(const problem::problem* p, const std::string& role, const 
   for (auto& l : libraries) { // exactly these files of the build cache
     pol.read_paths.push_back(l);
     if (l.extension() == ".cubin") pol.read_paths.push_back(l.string() + ".launch.json"); // its launch plan
+    if (l.extension() == ".py") // a Python candidate: its interpreter, sys.path, build record, JIT caches
+      for (auto& r : build::python_read_paths(l)) pol.read_paths.push_back(r);
   }
   if (!tool.empty()) { // the tool's installation: <root>/bin/compute-sanitizer, <root>/ncu
     std::error_code ec;

@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "device/cuda_module.hpp"
+#include "worker/python_library.hpp"
 
 #include <dlfcn.h>
 
@@ -106,6 +107,7 @@ std::variant<kernel_library, std::string> load_cubin(const std::string& path, co
 
 std::variant<kernel_library, std::string> load_kernel(const std::string& path, const problem::problem& p) {
   if (path.size() > 6 && path.ends_with(".cubin")) return load_cubin(path, p);
+  if (path.ends_with(".py")) return load_python(path, p);
   return load_shared_object(path);
 }
 

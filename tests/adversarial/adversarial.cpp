@@ -1,5 +1,6 @@
 // The CPU adversarial regression suite (see adversarial_suite.hpp): run in CI.
 #include "adversarial_suite.hpp"
+#include "bridge/torch_helper.hpp"
 #include "build/compiler.hpp"
 
 #include <iterator>
@@ -15,6 +16,21 @@ class adversarial : public ::testing::TestWithParam<adversary> {};
 TEST_P(adversarial, is_rejected_for_the_declared_reason) { test::expect_rejected(GetParam(), test::problems_dir()); }
 
 INSTANTIATE_TEST_SUITE_P(cpu, adversarial, ::testing::ValuesIn(test::load_suite("cpu")), test::test_name);
+
+// Python candidates (ModelNew) that cheat, against the same CPU problems: they need the
+// bridge's torch and a shared libpython, and skip saying which is missing.
+namespace {
+class python_adversarial : public ::testing::TestWithParam<adversary> {};
+} // namespace
+
+TEST_P(python_adversarial, is_rejected_for_the_declared_reason) {
+  const auto& t = bridge::torch_probe();
+  if (!t.available) GTEST_SKIP() << "Python candidates need the bridge's torch: " << t.why;
+  if (t.interpreter.value("libpython", "").empty()) GTEST_SKIP() << t.interpreter.value("why_no_libpython", "");
+  test::expect_rejected(GetParam(), test::problems_dir());
+}
+
+INSTANTIATE_TEST_SUITE_P(python, python_adversarial, ::testing::ValuesIn(test::load_suite("python")), test::test_name);
 
 TEST(adversarial_suite, covers_every_way_to_fail) {
   std::set<std::string> seen;

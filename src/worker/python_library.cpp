@@ -1,0 +1,186 @@
+#include "worker/python_library.hpp"
+
+#include "bridge/torch_reference.hpp"
+#include "core/dtype.hpp"
+#include "core/error.hpp"
+#include "core/fs.hpp"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+
+namespace kforge::worker {
+namespace fs = std::filesystem;
+
+namespace {
+
+// The few CPython functions the worker calls, resolved from the libpython the build recorded.
+// No Python.h: the worker is built once, for whatever interpreter a candidate's build found.
+using object = void*;
+struct python_api {
+  void (*initialize)(int) = nullptr;                                 // Py_InitializeEx
+  void* (*save_thread)() = nullptr;                                  // PyEval_SaveThread
+  int (*gil_ensure)() = nullptr;                                     // PyGILState_Ensure
+  void (*gil_release)(int) = nullptr;                                // PyGILState_Release
+  object (*import)(const char*) = nullptr;                           // PyImport_ImportModule
+  object (*attr)(object, const char*) = nullptr;                     // PyObject_GetAttrString
+  object (*call)(object, const char*, ...) = nullptr;                // PyObject_CallFunction
+  long (*as_long)(object) = nullptr;                                 // PyLong_AsLong
+  const char* (*as_utf8)(object) = nullptr;                          // PyUnicode_AsUTF8
+  object (*str)(object) = nullptr;                                   // PyObject_Str
+  void (*decref)(object) = nullptr;                                  // Py_DecRef
+  void (*fetch)(object*, object*, object*) = nullptr;                // PyErr_Fetch
+  void (*clear)() = nullptr;                                         // PyErr_Clear
+
+  // @return "" or what is missing.
+  std::string resolve(void* lib) {
+    std::string missing;
+    auto get = [&](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(lib, name));
+      if (!fn) missing += fmt::format("{}{}", missing.empty() ? "" : ", ", name);
+    };
+    get(initialize, "Py_InitializeEx");
+    get(save_thread, "PyEval_SaveThread");
+    get(gil_ensure, "PyGILState_Ensure");
+    get(gil_release, "PyGILState_Release");
+    get(import, "PyImport_ImportModule");
+    get(attr, "PyObject_GetAttrString");
+    get(call, "PyObject_CallFunction");
+    get(as_long, "PyLong_AsLong");
+    get(as_utf8, "PyUnicode_AsUTF8");
+    get(str, "PyObject_Str");
+    get(decref, "Py_DecRef");
+    get(fetch, "PyErr_Fetch");
+    get(clear, "PyErr_Clear");
+    return missing;
+  }
+
+  // The pending exception as text (and cleared).
+  std::string error_text() {
+    object type = nullptr, value = nullptr, tb = nullptr;
+    fetch(&type, &value, &tb);
+    std::string out = "unknown Python error";
+    if (value)
+      if (object s = str(value)) {
+        if (const char* c = as_utf8(s)) out = c;
+        decref(s);
+      }
+    for (object o : {type, value, tb})
+      if (o) decref(o);
+    clear();
+    return out;
+  }
+};
+
+// One interpreter per process, and one candidate in it.
+struct embedded {
+  python_api py;
+  object host = nullptr;     // kforge_candidate.Host
+  object forward = nullptr;  // host.forward
+  std::string last_error;
+
+  int call(const kf_args* a) {
+    const int g = py.gil_ensure();
+    int rc = 1;
+    object r = py.call(forward, "K", static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(a)));
+    if (!r) {
+      last_error = "the Python candidate's host failed: " + py.error_text();
+    } else {
+      rc = static_cast<int>(py.as_long(r));
+      py.decref(r);
+      if (rc != 0) {
+        last_error.clear();
+        if (object e = py.attr(host, "last_error")) {
+          if (const char* c = py.as_utf8(e)) last_error = c;
+          py.decref(e);
+        } else {
+          py.clear();
+        }
+      }
+    }
+    py.gil_release(g);
+    return rc;
+  }
+};
+
+std::string joined(const nlohmann::json& paths) {
+  std::string out;
+  for (auto& p : paths) out += (out.empty() ? "" : ":") + p.get<std::string>();
+  return out;
+}
+
+} // namespace
+
+fs::path python_info_path(const fs::path& library) { return library.string() + ".python.json"; }
+
+nlohmann::json python_candidate_spec(const problem::problem& p, const std::string& device, const fs::path& jit_dir) {
+  auto spec = bridge::torch_request(p);
+  nlohmann::json shapes = nlohmann::json::array();
+  for (auto* t : p.inputs()) shapes.push_back({{"name", t->name}, {"dtype", dtype_name(t->dtype)}, {"shape", t->shape}});
+  spec["abi_shapes"] = shapes;
+  spec["device"] = device;
+  spec["jit_dir"] = jit_dir.string();
+  return spec;
+}
+
+std::variant<kernel_library, std::string> load_python(const std::string& path, const problem::problem& p) {
+  static std::mutex once;
+  static bool loaded = false;
+  std::lock_guard lock(once);
+  if (loaded) return std::string("a worker embeds one Python candidate; a second was asked for");
+  nlohmann::json info;
+  try {
+    info = nlohmann::json::parse(read_file(python_info_path(path)));
+  } catch (const std::exception& e) {
+    return fmt::format("the Python candidate's build record is unreadable: {}", e.what());
+  }
+  const auto& interp = info["interpreter"];
+  const std::string libpython = interp.value("libpython", "");
+  if (libpython.empty()) return interp.value("why_no_libpython", std::string("no shared libpython was found"));
+  // The interpreter's own environment, set before it starts: its home (the standard library)
+  // and the recorded sys.path (the venv's site-packages, kforge's python/ folder).
+  ::setenv("PYTHONHOME", interp.value("home", "").c_str(), 1);
+  ::setenv("PYTHONPATH", joined(interp["path"]).c_str(), 1);
+  ::setenv("PYTHONNOUSERSITE", "1", 1);
+  ::setenv("PYTHONDONTWRITEBYTECODE", "1", 1);
+  // RTLD_GLOBAL: extension modules (torch._C) resolve the interpreter's symbols from it.
+  void* lib = ::dlopen(libpython.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  if (!lib) return fmt::format("cannot load {}: {}", libpython, ::dlerror());
+  auto e = std::make_shared<embedded>();
+  if (auto missing = e->py.resolve(lib); !missing.empty())
+    return fmt::format("{} lacks {} (not a CPython 3 library?)", libpython, missing);
+  loaded = true;
+  e->py.initialize(0); // 0: no signal handlers; the worker's signals stay the worker's
+  object mod = e->py.import("kforge_candidate");
+  if (!mod) {
+    auto why = e->py.error_text();
+    e->py.save_thread();
+    return fmt::format("cannot import kforge's Python host (python/kforge_candidate.py): {}", why);
+  }
+  const auto spec = python_candidate_spec(p, p.backend == problem::backend_kind::cuda ? "cuda" : "cpu", info.value("jit_dir", "")).dump();
+  object load = e->py.attr(mod, "safe_load");
+  object host = load ? e->py.call(load, "ss", path.c_str(), spec.c_str()) : nullptr;
+  std::string why;
+  if (!host) {
+    why = e->py.error_text();
+  } else if (object fwd = e->py.attr(host, "forward")) {
+    e->host = host;
+    e->forward = fwd;
+  } else { // safe_load's answer is the reason, as text
+    e->py.clear();
+    if (const char* c = e->py.as_utf8(host)) why = c;
+    e->py.decref(host);
+  }
+  e->py.save_thread(); // the GIL is taken per call, from whichever thread calls
+  if (!e->forward) return why.empty() ? std::string("the Python candidate could not be loaded") : why;
+  kernel_library k;
+  k.forward = [e](const kf_args* a) { return e->call(a); };
+  k.last_error = [e] { return e->last_error; };
+  k.keep_alive = e; // never finalized: the candidate may have left threads behind
+  return k;
+}
+
+} // namespace kforge::worker

@@ -1,0 +1,32 @@
+#pragma once
+// A Python candidate (KernelBench's ModelNew, docs/candidates.md) as a kernel_library: the
+// worker embeds the interpreter its build recorded (libpython, dlopen'd: no Python headers or
+// link-time dependency) and calls python/kforge_candidate.py's Host.forward(&args) from
+// kf_forward. Everything around the call (the timer, the judge, the guards, the launch watch,
+// confinement) is the worker's C++, which the candidate's Python cannot reach except as any
+// candidate can: by corrupting its own process, which the judge and the timer's cross-checks
+// already assume.
+//   auto k = worker::load_python(".../candidate.py", problem);  // variant: kernel_library or reason
+#include "problem/problem.hpp"
+#include "worker/kernel_library.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <string>
+#include <variant>
+
+namespace kforge::worker {
+
+/// What a Python candidate's build writes beside candidate.py: <library>.python.json.
+[[nodiscard]] std::filesystem::path python_info_path(const std::filesystem::path& library);
+
+/// The request kforge_candidate.py reads (the bridge's torch request, the ABI's shapes, the
+/// device, the JIT folder).
+[[nodiscard]] nlohmann::json python_candidate_spec(const problem::problem& p, const std::string& device,
+                                                   const std::filesystem::path& jit_dir);
+
+/// @return the loaded candidate (one interpreter per process: a second load is refused).
+[[nodiscard]] std::variant<kernel_library, std::string> load_python(const std::string& path, const problem::problem& p);
+
+} // namespace kforge::worker
