@@ -36,8 +36,10 @@ import traceback
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kforge_torch import KF_NAMES, KfArgs, as_outputs, honest_fp32  # noqa: E402
+from kforge_torch import KF_NAMES, KfArgs, KfTensor, as_outputs, honest_fp32  # noqa: E402
 
+_ARGS_SIZE = ctypes.sizeof(KfArgs)
+_TENSOR_SIZE = ctypes.sizeof(KfTensor)
 _KF_DTYPES = {v: KF_NAMES[k] for k, v in
               {"f16": 1, "bf16": 2, "f32": 3, "f64": 4, "i8": 5, "i32": 6, "i64": 7, "u8": 8, "bool": 9}.items()}
 
@@ -48,6 +50,7 @@ def jit_environment(jit_dir, building):
     Triton's cache is copied into the worker's private scratch ($HOME) and used from there
     (a kernel Triton must compile again lands in the copy, gone with the worker), and a
     load_inline extension the build compiled is imported as built (_prebuilt_extensions)."""
+    _libcuda_for_triton()
     if not jit_dir:
         return
     triton = os.path.join(jit_dir, "triton")
@@ -61,6 +64,27 @@ def jit_environment(jit_dir, building):
         shutil.copytree(triton, private, symlinks=False)
     os.environ["TRITON_CACHE_DIR"] = private
     _prebuilt_extensions()
+
+
+def _libcuda_for_triton():
+    """Triton finds libcuda.so by running `ldconfig -p`; a confined worker runs no programs.
+    The folder of the libcuda this process has loaded (the worker's CUDA context) is told it
+    directly."""
+    if os.environ.get("TRITON_LIBCUDA_PATH"):
+        return
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.split()[-1] if "/" in line else ""
+                if os.path.basename(path).startswith("libcuda.so"):
+                    os.environ["TRITON_LIBCUDA_PATH"] = os.path.dirname(path)
+                    return
+    except OSError:
+        pass
+    for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/local/cuda/compat", "/usr/lib/wsl/lib"):
+        if os.path.exists(os.path.join(d, "libcuda.so.1")):
+            os.environ["TRITON_LIBCUDA_PATH"] = d
+            return
 
 
 def _prebuilt_extensions():
@@ -163,12 +187,10 @@ class Host:
             self.param_slots.append((abi.index(kname), params[tname]))
         self.forward_slots = [abi.index(n) for n in spec["inputs"]] if spec.get("model") else list(range(len(abi)))
         self.scalars = {abi.index(n) for n in spec.get("scalars", [])}
-        self.bound = None      # the kf_args pointers the module's parameters view now
-        self.views = {}        # pointers -> (inputs, outputs) views of kforge's buffers
+        self.bound = None      # the entry whose param inputs the module's parameters view now
+        self.entries = {}      # kf_args address -> _prepare's answer
         self.streams = {}
         self.last_error = ""
-        self.calls = 0
-        self.first_call_s = 0.0
 
     def _view(self, kt):
         dtype = _KF_DTYPES[kt.dtype]
@@ -187,68 +209,80 @@ class Host:
         strides = [kt.strides[i] for i in range(kt.ndim)]
         return raw.view(dtype).as_strided(shape, strides)
 
-    def _views_of(self, a):
-        key = (tuple(a.inputs[i].data for i in range(a.num_inputs)),
-               tuple(a.outputs[i].data for i in range(a.num_outputs)))
-        v = self.views.get(key)
-        if v is None:
-            v = ([self._view(a.inputs[i]) for i in range(a.num_inputs)],
-                 [self._view(a.outputs[i]) for i in range(a.num_outputs)])
-            self.views[key] = v
-        if self.bound is not key:  # the module's parameters are views of this set's param inputs
-            for i, t in self.param_slots:
-                src = v[0][i]
-                if src.numel() != t.numel():
-                    raise RuntimeError(f"ModelNew's parameter has {t.numel()} elements; the problem's has {src.numel()}")
-                t.data = src.view(t.shape) if src.is_contiguous() else src.reshape(t.shape)
-            self.bound = key
-        return v
+    def _prepare(self, address, snapshot):
+        """What a call on this kf_args needs, built once per (address, contents): the views of
+        kforge's buffers, the module's parameters bound to this set's param inputs, the stream."""
+        a = KfArgs.from_address(address)
+        ins = [self._view(a.inputs[i]) for i in range(a.num_inputs)]
+        outs = [self._view(a.outputs[i]) for i in range(a.num_outputs)]
+        stream = None
+        if self.device.type == "cuda":
+            stream = self.streams.get(a.stream)
+            if stream is None:
+                stream = (torch.cuda.ExternalStream(a.stream, device=self.device) if a.stream
+                          else torch.cuda.default_stream(self.device))
+                self.streams[a.stream] = stream
+        return {"snapshot": snapshot, "ins": ins, "outs": outs, "stream": stream,
+                "args": [None if i in self.scalars else ins[i] for i in self.forward_slots]}
 
-    def _stream(self, handle):
-        if self.device.type != "cuda":
-            return None
-        s = self.streams.get(handle)
-        if s is None:
-            s = torch.cuda.ExternalStream(handle, device=self.device) if handle else torch.cuda.default_stream(self.device)
-            self.streams[handle] = s
-        return s
+    def _bind(self, entry):
+        """The module's parameters become views of this set's param inputs (once per set)."""
+        if self.bound is entry:
+            return
+        for i, t in self.param_slots:
+            src = entry["ins"][i]
+            if src.numel() != t.numel():
+                raise RuntimeError(f"ModelNew's parameter has {t.numel()} elements; the problem's has {src.numel()}")
+            t.data = src.view(t.shape) if src.is_contiguous() else src.reshape(t.shape)
+        self.bound = entry
+
+    def _snapshot(self, address):
+        # The kf_args bytes and its tensor descriptors: a set whose pointers or shapes changed
+        # is prepared again, one that did not is served from the entry (the hot path).
+        head = ctypes.string_at(address, _ARGS_SIZE)
+        a = KfArgs.from_address(address)
+        return head + ctypes.string_at(ctypes.addressof(a.inputs.contents), a.num_inputs * _TENSOR_SIZE) + \
+            ctypes.string_at(ctypes.addressof(a.outputs.contents), a.num_outputs * _TENSOR_SIZE) \
+            if a.num_inputs and a.num_outputs else head
 
     def forward(self, address):
-        """kf_forward's body: 0, or 1 with last_error set."""
-        t0 = time.perf_counter() if self.calls == 0 else 0.0
+        """kf_forward's body: 0, or 1 with last_error set. Kept short: every line here is the
+        Python call overhead a timed call pays (bench/python_overhead.sh measures it)."""
         try:
-            a = KfArgs.from_address(address)
-            ins, outs = self._views_of(a)
-            args = [ins[i].reshape(-1)[0].item() if i in self.scalars else ins[i] for i in self.forward_slots]
-            stream = self._stream(a.stream)
-            with torch.no_grad(), (torch.cuda.stream(stream) if stream is not None else _nothing()):
-                ys = as_outputs(self.model(*args))
-                if len(ys) != len(outs):
-                    raise RuntimeError(f"ModelNew.forward returned {len(ys)} tensors; the problem has {len(outs)} outputs")
-                for k, (y, dst) in enumerate(zip(ys, outs)):
+            snapshot = self._snapshot(address)
+            entry = self.entries.get(address)
+            if entry is None or entry["snapshot"] != snapshot:
+                entry = self.entries[address] = self._prepare(address, snapshot)
+            self._bind(entry)
+            args = entry["args"]
+            if self.scalars:  # numbers are read from their one-element inputs at every call
+                args = [entry["ins"][i].reshape(-1)[0].item() if i in self.scalars else x
+                        for i, x in zip(self.forward_slots, args)]
+            torch._C._set_grad_enabled(False)
+            if entry["stream"] is not None:  # reset every call: the candidate may have changed it
+                torch.cuda.set_stream(entry["stream"])
+            ys = self.model(*args)
+            if isinstance(ys, torch.Tensor):
+                ys = (ys,)
+            else:
+                ys = as_outputs(ys)
+            outs = entry["outs"]
+            if len(ys) != len(outs):
+                raise RuntimeError(f"ModelNew.forward returned {len(ys)} tensors; the problem has {len(outs)} outputs")
+            for k, (y, dst) in enumerate(zip(ys, outs)):
+                if y.shape != dst.shape:
                     if y.numel() != dst.numel():
                         raise RuntimeError(f"output {k}: ModelNew returned shape {list(y.shape)}; the problem's is "
                                            f"{list(dst.shape)}")
-                    if y.device != dst.device:
-                        raise RuntimeError(f"output {k}: ModelNew returned a tensor on {y.device}; kforge's outputs "
-                                           f"are on {dst.device}")
-                    dst.copy_(y.reshape(dst.shape))
+                    y = y.reshape(dst.shape)
+                if y.device != dst.device:
+                    raise RuntimeError(f"output {k}: ModelNew returned a tensor on {y.device}; kforge's outputs "
+                                       f"are on {dst.device}")
+                dst.copy_(y)  # on the call's stream: inside the timed interval
             return 0
         except Exception as e:  # noqa: BLE001 -- a failing candidate is data, said in last_error
             self.last_error = f"{type(e).__name__}: {e}\n" + traceback.format_exc(limit=8)[-4000:]
             return 1
-        finally:
-            if self.calls == 0:
-                self.first_call_s = time.perf_counter() - t0
-            self.calls += 1
-
-
-class _nothing:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False
 
 
 def safe_load(candidate, spec_json):

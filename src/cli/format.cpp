@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <map>
+#include <set>
 
 namespace kforge::cli {
 
@@ -38,6 +39,41 @@ std::string format_seconds(double s) {
 }
 
 namespace {
+// What ran, per subject (ev.kernels, worker/kernel_trace.hpp): the kernels by GPU time, with
+// the library a name says it comes from, so a "custom kernel" that is cuBLAS shows as such.
+std::string kernels_lines(const nlohmann::json& kernels) {
+  std::string s;
+  for (const char* subject : {"candidate", "reference"}) {
+    if (!kernels.contains(subject) || !kernels[subject].is_array() || kernels[subject].empty()) continue;
+    const auto& list = kernels[subject];
+    double total = 0, library = 0, launches = 0;
+    std::set<std::string> libs;
+    for (auto& k : list) {
+      total += k["gpu_s"].get<double>();
+      launches += k["launches"].get<double>();
+      if (!k["library"].get<std::string>().empty()) {
+        library += k["gpu_s"].get<double>();
+        libs.insert(k["library"].get<std::string>());
+      }
+    }
+    std::string names;
+    for (std::size_t i = 0; i < list.size() && i < 3; ++i) {
+      std::string n = list[i]["name"];
+      if (n.size() > 48) n = n.substr(0, 45) + "...";
+      const std::string lib = list[i]["library"];
+      names += fmt::format("{}{} {}{}", i ? "; " : "", n, format_seconds(list[i]["gpu_s"].get<double>()),
+                           lib.empty() ? "" : " [" + lib + "]");
+    }
+    if (list.size() > 3) names += fmt::format("; {} more", list.size() - 3);
+    std::string where = total > 0 && library >= 0.5 * total
+                            ? fmt::format(" ({:.0f}% in library kernels: {})", 100 * library / total, fmt::join(libs, ", "))
+                            : "";
+    s += fmt::format("  {:<8} {} per call: {:.3g} launches, {} GPU{}: {}\n", s.empty() ? "kernels" : "", subject,
+                     launches, format_seconds(total), where, names);
+  }
+  return s;
+}
+
 // One line on what confined the workers: layers in force of all there are, per role where the
 // roles differ; what is missing, and why, always named.
 std::string confinement_line(const nlohmann::json& by_role) {
@@ -137,6 +173,7 @@ std::string format_evaluation(const worker::evaluation& ev, const problem::probl
                        format_seconds(ev.roofline["floor_s"].get<double>()),
                        100 * ev.roofline.value("reference_fraction", 0.0));
   }
+  s += kernels_lines(ev.kernels);
   s += confinement_line(ev.confinement);
   if (ev.engine.value("path", "") == "device") {
     const auto& l = ev.engine.value("launches", nlohmann::json::object());

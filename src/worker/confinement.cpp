@@ -128,6 +128,12 @@ launch confine_worker(const problem::problem* p, const std::string& role, const 
   pol.scratch = scratch->path();
   pol.env = worker_environment();
   pol.lim = worker_limits(p, role);
+  if (std::any_of(libraries.begin(), libraries.end(), [](const fs::path& l) { return l.extension() == ".py"; })) {
+    // A Python candidate's worker holds an interpreter, torch and its CUDA libraries, and
+    // Triton's or torch's threads: more than a C++ candidate's.
+    pol.lim.memory_bytes += 6 * gib;
+    pol.lim.processes *= 2;
+  }
   pol.profile = is_tool(role) ? sandbox::syscall_profile::tool : sandbox::syscall_profile::worker;
   pol.skip = tool_skip;
   auto prefix = sandbox::confined_argv(pol, {default_worker_exe().string()}, 4);

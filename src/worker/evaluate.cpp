@@ -297,6 +297,7 @@ nlohmann::json to_json(const evaluation& ev, const problem::problem& p) {
   j["sanitize"] = ev.sanitize;
   j["confinement"] = ev.confinement;
   j["engine"] = ev.engine;
+  j["kernels"] = ev.kernels;
   j["builds"] = nlohmann::json::array();
   for (auto& b : ev.builds)
     j["builds"].push_back({{"role", b.role}, {"toolchain", b.artifact.toolchain}, {"ok", b.artifact.ok},

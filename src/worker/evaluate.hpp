@@ -98,6 +98,9 @@ struct evaluation {
   /// Where the inputs, truth and judging ran: {"path": "device"} (GPU-resident, worker/device_judge.hpp)
   /// or {"path": "host", "why": ...}.
   nlohmann::json engine = nlohmann::json::object();
+  /// What ran (CUDA, after timing; worker/kernel_trace.hpp), by subject ("candidate",
+  /// "reference"): [{name, launches, gpu_s, library}] per call, or {"why": not traced}.
+  nlohmann::json kernels = nlohmann::json::object();
   [[nodiscard]] bool passed() const { return status == "passed"; }
   [[nodiscard]] const eval::timing_summary* timing(const std::string& subject) const;
   /// reference median / candidate median, when both were timed.

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <thread>
 
 namespace kforge::worker {
 namespace fs = std::filesystem;
@@ -23,6 +24,7 @@ using object = void*;
 struct python_api {
   void (*initialize)(int) = nullptr;                                 // Py_InitializeEx
   void* (*save_thread)() = nullptr;                                  // PyEval_SaveThread
+  void (*restore_thread)(void*) = nullptr;                           // PyEval_RestoreThread
   int (*gil_ensure)() = nullptr;                                     // PyGILState_Ensure
   void (*gil_release)(int) = nullptr;                                // PyGILState_Release
   object (*import)(const char*) = nullptr;                           // PyImport_ImportModule
@@ -44,6 +46,7 @@ struct python_api {
     };
     get(initialize, "Py_InitializeEx");
     get(save_thread, "PyEval_SaveThread");
+    get(restore_thread, "PyEval_RestoreThread");
     get(gil_ensure, "PyGILState_Ensure");
     get(gil_release, "PyGILState_Release");
     get(import, "PyImport_ImportModule");
@@ -81,9 +84,17 @@ struct embedded {
   object host = nullptr;     // kforge_candidate.Host
   object forward = nullptr;  // host.forward
   std::string last_error;
+  // The thread that loaded the candidate keeps its Python thread state between calls (the
+  // worker calls from it): restoring it is cheaper than PyGILState's new state per call, and
+  // its thread-locals (torch's grad mode, the current stream) persist.
+  std::thread::id home;
+  void* home_state = nullptr;
 
   int call(const kf_args* a) {
-    const int g = py.gil_ensure();
+    const bool at_home = std::this_thread::get_id() == home && home_state;
+    int g = 0;
+    if (at_home) py.restore_thread(home_state);
+    else g = py.gil_ensure();
     int rc = 1;
     object r = py.call(forward, "K", static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(a)));
     if (!r) {
@@ -101,7 +112,8 @@ struct embedded {
         }
       }
     }
-    py.gil_release(g);
+    if (at_home) home_state = py.save_thread();
+    else py.gil_release(g);
     return rc;
   }
 };
@@ -174,7 +186,8 @@ std::variant<kernel_library, std::string> load_python(const std::string& path, c
     if (const char* c = e->py.as_utf8(host)) why = c;
     e->py.decref(host);
   }
-  e->py.save_thread(); // the GIL is taken per call, from whichever thread calls
+  e->home = std::this_thread::get_id();
+  e->home_state = e->py.save_thread(); // the GIL is taken per call, from whichever thread calls
   if (!e->forward) return why.empty() ? std::string("the Python candidate could not be loaded") : why;
   kernel_library k;
   k.forward = [e](const kf_args* a) { return e->call(a); };

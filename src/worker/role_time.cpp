@@ -4,6 +4,8 @@
 // candidate never shares a process with the code it is compared with. Commands, one JSON
 // line each on stdin:
 //   {"cmd":"sample","subject":"reference","rotation":2} -> {"type":"sample","subject","rotation","seconds","rc"}
+//   {"cmd":"kernels","calls":3}  -> {"type":"kernels","subjects":{name: [...]}} (or "why"): what each
+//                                   subject's calls launched (worker/kernel_trace.hpp), untimed
 //   {"cmd":"finish","rechecks":true}                    -> the candidate's timed calls after sampling; then "done"
 // End of input is a finish without rechecks.
 // On the GPU-resident path (job "shared": the candidate's worker) the rotations' buffers are
@@ -19,6 +21,7 @@
 #include "eval/device_kernels.hpp"
 #include "eval/inputs.hpp"
 #include "eval/timer.hpp"
+#include "worker/kernel_trace.hpp"
 #include "worker/launch_guard.hpp"
 
 #include <unistd.h>
@@ -180,6 +183,31 @@ int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json
       dev.synchronize_stream();
       report_side_stream();
       ch.send({{"type", "sample"}, {"subject", subjects[0].name}, {"set", i}, {"seconds", seconds}, {"rc", rc}});
+      continue;
+    }
+    if (what == "kernels") { // after sampling, outside every timed call: tracing costs per launch
+      const int calls = std::clamp(cmd.value("calls", 3), 1, 20);
+      nlohmann::json reply = {{"type", "kernels"}, {"subjects", nlohmann::json::object()}};
+      std::string why;
+      if (p.backend != problem::backend_kind::cuda) {
+        reply["why"] = "a CPU problem launches no kernels";
+      } else {
+        for (auto& s : subjects) {
+          auto& set = *s.sets[0]; // timed already: the set never timed stays so for its recheck
+          dev.synchronize();
+          auto trace = kernel_trace::start(&why);
+          if (!trace) break;
+          int rc = 0;
+          for (int c = 0; c < calls && rc == 0; ++c) {
+            set.poison(0xFF);
+            rc = forward(s.lib, set);
+          }
+          dev.synchronize();
+          reply["subjects"][s.name] = trace->finish(calls);
+        }
+        if (!why.empty()) reply["why"] = why;
+      }
+      ch.send(reply);
       continue;
     }
     if (what != "sample") KFORGE_THROW(worker, "time worker: unknown command '{}'", line.substr(0, 200));

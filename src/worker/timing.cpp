@@ -133,6 +133,15 @@ bool record_results(const std::vector<eval::timing_samples>& results, const prob
 // The trusted worker's end: not the candidate's code, but its doing as far as anyone can tell
 // (the reference timed in that worker before, and a candidate that slowed or starved it is the
 // likely cause).
+// What each worker's subjects launched, untimed, into ev.kernels (CUDA problems only).
+void list_kernels(worker_session& w, const char* who, recorder& rec) {
+  if (!w.send({{"cmd", "kernels"}, {"calls", 3}})) return;
+  const auto m = w.wait_for("kernels");
+  if (!m) return;
+  for (auto& [name, list] : m->value("subjects", nlohmann::json::object()).items()) rec.ev.kernels[name] = list;
+  if (m->contains("why")) rec.ev.kernels[std::string("why_") + who] = (*m)["why"];
+}
+
 // `asked`: the finish command went earlier (so that its end overlapped the candidate's).
 void end_trusted(worker_session& ref, recorder& rec, bool asked = false) {
   if (!asked) ref.send({{"cmd", "finish"}});
@@ -190,6 +199,10 @@ std::map<output_key, eval::host_tensor> time_subjects(const worker_context& ctx,
   for (auto& s : trusted) samplers.push_back(remote(*ref, s["name"]));
   const auto [complete, results] = sample_both(cand, ref ? &*ref : nullptr, samplers, p, budget_s);
   const bool failed = record_results(results, p, rec) || !complete;
+  if (complete && !failed && p.backend == problem::backend_kind::cuda) {
+    list_kernels(cand, "candidate", rec);
+    if (ref) list_kernels(*ref, "reference", rec);
+  }
   if (complete) cand.send({{"cmd", "finish"}, {"rechecks", !failed}});
   const auto c_end = cand.finish();
   rec.ev.confinement["time"] = c_end.confinement;
@@ -356,6 +369,12 @@ void device_timing::run(const nlohmann::json& rechecks, recorder& rec) {
   rec.steps.add("timing: rechecks after sampling", t_rechecks);
   for (std::size_t i = 0; i < rechecks.size() && i < std::size(recheck_where); ++i)
     if (!timed_checks[i].empty()) rec.check(timed_verdict(i, rechecks[i], timed_checks[i]));
+  if (complete && !failed) {
+    const auto t_kernels = timeline::clock::now();
+    list_kernels(cand, "candidate", rec);
+    if (S.ref) list_kernels(*S.ref, "reference", rec);
+    rec.steps.add("timing: kernels traced", t_kernels);
+  }
   // Both workers are told to finish before either is waited for: their ends overlap.
   const auto t_end = timeline::clock::now();
   if (S.ref) S.ref->send({{"cmd", "finish"}});
