@@ -355,7 +355,6 @@ std::filesystem::path write_source(const std::string& source, const std::filesys
 
 artifact compile(const request& given, problem_backend b) {
   request rq = given;
-  if (given.source.extension() == ".py") return compile_python(rq, b);
   // A source that declares tunable parameters is built at their declared defaults: the
   // instance (#defines in place of the directives) is written content-addressed beside
   // the cache, and the original folder stays on the include path.
@@ -366,7 +365,7 @@ artifact compile(const request& given, problem_backend b) {
       instance = instantiate(text, space, defaults(space));
     } catch (const kforge::error& e) {
       artifact a;
-      a.toolchain = b == problem_backend::cpu ? "host" : "nvcc";
+      a.toolchain = given.source.extension() == ".py" ? "python" : b == problem_backend::cpu ? "host" : "nvcc";
       a.diagnostics = e.what();
       a.command = "(tunable parameters of " + given.source.string() + ")";
       return a;
@@ -374,6 +373,7 @@ artifact compile(const request& given, problem_backend b) {
     rq.source = write_source(instance, given.source);
     rq.include_dirs.push_back(std::filesystem::absolute(given.source).parent_path());
   }
+  if (given.source.extension() == ".py") return compile_python(rq, b);
   const auto tc = toolchain_for(rq.source, b);
   return tc == "nvrtc" ? compile_nvrtc(rq) : tc == "nvcc" ? compile_nvcc(rq) : compile_host(rq);
 }

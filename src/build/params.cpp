@@ -31,6 +31,7 @@ struct directive {
   std::string_view verb, rest;
   std::size_t indent = 0;     // bytes of indentation
   std::size_t rest_at = 0;    // offset of rest in the line
+  bool python = false;        // `# kforge:` (a Python candidate) rather than `// kforge:`
 };
 
 std::optional<directive> match_directive(std::string_view line) {
@@ -41,8 +42,14 @@ std::optional<directive> match_directive(std::string_view line) {
   blanks();
   directive d;
   d.indent = i;
-  if (line.substr(i, 2) != "//") return std::nullopt;
-  i += 2;
+  if (line.substr(i, 2) == "//") {
+    i += 2;
+  } else if (line.substr(i, 1) == "#") {
+    d.python = true;
+    i += 1;
+  } else {
+    return std::nullopt;
+  }
   blanks();
   if (line.substr(i, 7) != "kforge:") return std::nullopt;
   i += 7;
@@ -96,7 +103,11 @@ bool reserved(const std::string& name) {
       "operator", "private", "protected", "public", "register", "return", "short", "signed", "static",
       "static_assert", "struct", "switch", "template", "this", "true", "typedef", "typename", "union",
       "unsigned", "using", "virtual", "void", "volatile", "while", "half", "size_t",
-      "__global__", "__device__", "__host__", "__shared__", "__constant__", "__restrict__"};
+      "__global__", "__device__", "__host__", "__shared__", "__constant__", "__restrict__",
+      // Python words an assignment would shadow (a Python candidate's `# kforge: param`)
+      "and", "as", "assert", "async", "await", "def", "del", "elif", "except", "finally", "from", "global", "import",
+      "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "try", "with", "yield", "None", "True", "False",
+      "self", "torch", "triton", "tl", "nn", "F", "math", "ModelNew", "Model"};
   return words.count(name) > 0 || name.rfind("KF_", 0) == 0 || name.rfind("__", 0) == 0;
 }
 
@@ -155,7 +166,7 @@ public:
   // At the end, or at a trailing `//` comment.
   bool at_end() {
     blanks();
-    return m_pos == m_s.size() || m_s.substr(m_pos, 2) == "//";
+    return m_pos == m_s.size() || m_s.substr(m_pos, 2) == "//" || m_s[m_pos] == '#';
   }
   void skip() { ++m_pos; }
   [[nodiscard]] std::size_t pos() const { return m_pos; }
@@ -177,8 +188,9 @@ param_decl parse_param(std::string_view text, int line) {
   p.name = c.ident();
   if (p.name.empty()) throw directive_error{fmt::format("expected a parameter name: {}", param_form)};
   if (reserved(p.name))
-    throw directive_error{fmt::format("'{}' cannot be a parameter name: kforge defines it as a macro, and it is a "
-                                      "C++ or launch-expression word or starts with KF_ or __",
+    throw directive_error{fmt::format("'{}' cannot be a parameter name: kforge defines it (a macro in C++, a module "
+                                      "variable in Python), and it is a C++, Python or launch-expression word or starts "
+                                      "with KF_ or __",
                                       p.name)};
   if (!c.accept("=")) throw directive_error{fmt::format("expected '=' and a default after '{}': {}", p.name, param_form)};
   const auto def = c.integer();
@@ -622,11 +634,14 @@ std::string instantiate(std::string_view source, const param_space& space, const
                      no, name);
       seen.insert(name);
       out += line.substr(0, d->indent);
-      out += fmt::format("#define {} {}  // kforge: tuned {} in {}", name, format_value(a.at(name)), name, p->domain);
+      // A Python candidate gets a module-level assignment where C gets a macro.
+      out += d->python ? fmt::format("{} = {}  # kforge: tuned {} in {}", name, a.at(name), name, p->domain)
+                       : fmt::format("#define {} {}  // kforge: tuned {} in {}", name, format_value(a.at(name)), name,
+                                     p->domain);
       out += cr;
     } else if (d && d->verb == "constraint") {
       out += line.substr(0, d->indent);
-      out += "// kforge-constraint: ";
+      out += d->python ? "# kforge-constraint: " : "// kforge-constraint: ";
       out += trim(d->rest);
       out += cr;
     } else if (d && (d->verb == "launch" || d->verb == "workspace")) {

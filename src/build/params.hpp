@@ -10,6 +10,9 @@
 //   // kforge: constraint BLOCK * ITEMS <= 2048
 //   // kforge: constraint BLOCK % (32 * VEC) == 0
 //
+// A Python candidate writes the same directives as `# kforge: param ...` (and `# kforge:
+// constraint ...`) at module level; it gets `NAME = VALUE` assignments where C gets #defines.
+//
 // Values are 64-bit integers, kept ascending and distinct; the default (after `=`) must be
 // one of them. Constraints are C integer expressions (+ - * / % ( ), < <= > >= == !=, && ||
 // !, min(a, b), max(a, b)) over parameter names and literals; && and || short-circuit; a
@@ -113,7 +116,8 @@ struct param_space {
 [[nodiscard]] assignment defaults(const param_space& space);
 
 /// The concrete source for `a`: each `// kforge: param NAME ...` line becomes
-/// `#define NAME VALUE  // kforge: tuned NAME in DOMAIN`, each `// kforge: constraint EXPR`
+/// `#define NAME VALUE  // kforge: tuned NAME in DOMAIN` (a `# kforge: param` line of a Python
+/// candidate becomes `NAME = VALUE  # kforge: tuned NAME in DOMAIN`), each `// kforge: constraint EXPR`
 /// line becomes the plain comment `// kforge-constraint: EXPR`, and in `// kforge: launch`
 /// and `// kforge: workspace` lines every whole-word parameter name (not one after a '.')
 /// is replaced by its value. Every other line, and the line count, stay as they are.

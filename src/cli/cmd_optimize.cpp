@@ -6,6 +6,7 @@
 #include "llm/config.hpp"
 #include "search/llm_gateway.hpp"
 #include "search/record.hpp"
+#include "propose/prompt.hpp"
 #include "search/strategy.hpp"
 
 #include <chrono>
@@ -102,6 +103,9 @@ command_fn add_optimize_command(CLI::App& app, global_options& g) {
   sub->add_option("problem", o->problem, "Problem directory (holding problem.toml)")->required();
   sub->add_option("--strategy", o->strategy, "tune | refine | branch | evolve (default: branch with an LLM, tune without)")
       ->check(CLI::IsMember({"tune", "refine", "branch", "evolve"}));
+  sub->add_option("--dialect", o->s.dialect,
+                  "What the LLM writes: cuda | cute | cpp | triton | torch-cuda (ModelNew files with Triton or "
+                  "load_inline; default: the problem's backend)");
   sub->add_option("--llm", o->llm, "Model as provider:model[*weight] (repeatable; replaces kforge.toml's models)");
   sub->add_option("--base-url", o->base_url,
                   "Send every model's calls to this server, e.g. http://127.0.0.1:8080/v1 (default: kforge.toml's "
@@ -161,6 +165,14 @@ command_fn add_optimize_command(CLI::App& app, global_options& g) {
                    s.strategy);
     if (have_llm)
       for (auto& m : cfg->models) s.llm.push_back(m.spec);
+    if (!s.dialect.empty() && !o->resume) {
+      if (!propose::is_dialect(s.dialect))
+        KFORGE_THROW(usage, "--dialect {}: unknown (cuda, cute, cpp, triton or torch-cuda)", s.dialect);
+      const bool cuda = p.backend == problem::backend_kind::cuda;
+      if (cuda == (s.dialect == "cpp"))
+        KFORGE_THROW(usage, "--dialect {} does not fit {}, a {} problem ({})", s.dialect, p.toml_path.string(),
+                     cuda ? "CUDA" : "CPU", cuda ? "cuda, cute, triton or torch-cuda" : "cpp");
+    }
 
     std::mutex out_mu;
     std::chrono::steady_clock::time_point last_json_progress{};

@@ -465,6 +465,18 @@ bool starts_like_code(std::string_view text) {
   return first.back() == ';' || first.back() == '{';
 }
 
+// `class ModelNew` at the start of a line (KernelBench's solution contract).
+bool defines_model_new(std::string_view s) {
+  for (const auto& line : split_lines(s))
+    if (line.rfind("class ModelNew", 0) == 0 && line.size() > 14 && (line[14] == '(' || line[14] == ':' || line[14] == ' '))
+      return true;
+  return false;
+}
+
+const char* const python_needs =
+    "a Python candidate is one file that defines class ModelNew(torch.nn.Module), constructed like the problem's "
+    "Model, whose forward(*inputs) returns the output tensor (or a tuple of them)";
+
 const char* const abi_needs =
     "a candidate is one file that defines kf_forward (KF_EXPORT int kf_forward(const kf_args*), "
     "include/kforge/kernel.h) or, for a kernel-only CUDA candidate, declares its launches in "
@@ -732,9 +744,14 @@ std::string kinds_of(const std::vector<const code_block*>& blocks) {
 
 extracted extract(std::string_view answer_in, std::string_view parent_in, const extract_options& opt) {
   extracted x;
-  if (!opt.language.empty() && opt.language != "cuda" && opt.language != "cpp")
-    return failure(x, fmt::format("unknown candidate language '{}' (cuda or cpp)", opt.language));
-  const std::string lang = opt.language.empty() ? "C++/CUDA" : opt.language;
+  if (!opt.language.empty() && opt.language != "cuda" && opt.language != "cpp" && opt.language != "python")
+    return failure(x, fmt::format("unknown candidate language '{}' (cuda, cpp or python)", opt.language));
+  const bool python = opt.language == "python";
+  const std::string lang = opt.language.empty() ? "C++/CUDA" : python ? "Python" : opt.language;
+  // What makes a block the candidate: kf_forward or launch lines in C, class ModelNew in Python.
+  const char* const needs = python ? python_needs : abi_needs;
+  const char* const main_kind = python ? "python" : "c";
+  auto is_candidate = [&](std::string_view body) { return python ? defines_model_new(body) : is_main(body); };
   bool crlf = false, parent_crlf = false;
   std::string answer = normalize(answer_in, crlf);
   const std::string parent = normalize(parent_in, parent_crlf);
@@ -762,13 +779,13 @@ extracted extract(std::string_view answer_in, std::string_view parent_in, const 
 
   // No fence at all: a bare source ("answer with the code only") is taken whole.
   if (blocks.empty()) {
-    if (sniff(answer) != "c" || !starts_like_code(answer))
+    if (python ? !defines_model_new(answer) : (sniff(answer) != "c" || !starts_like_code(answer)))
       return failure(x, fmt::format("the answer has no code: expected the {} candidate in a fenced block (```{} ... ```) "
                                     "or SEARCH/REPLACE edits",
                                     lang, opt.language.empty() ? "cuda" : opt.language));
     code_block whole;
     whole.index = 1;
-    whole.kind = "c";
+    whole.kind = main_kind;
     whole.body = std::string(trim(answer)) + "\n";
     blocks.push_back(std::move(whole));
     x.prose.clear();
@@ -777,20 +794,23 @@ extracted extract(std::string_view answer_in, std::string_view parent_in, const 
 
   std::vector<const code_block*> mains, c_blocks, edit_blocks, others;
   for (const auto& b : blocks) {
-    if (b.kind == "c") (is_main(b.body) ? mains : c_blocks).push_back(&b);
+    if (python && (b.kind == "python" || b.kind == "c" || b.kind == "text") && defines_model_new(b.body))
+      mains.push_back(&b); // an untagged load_inline file may read as C: its CUDA strings
+    else if (b.kind == main_kind) (is_candidate(b.body) ? mains : c_blocks).push_back(&b);
     else if (b.kind == "edits" || b.kind == "diff") edit_blocks.push_back(&b);
     else others.push_back(&b);
   }
   if (mains.empty() && edit_blocks.empty()) {
     if (!c_blocks.empty())
       return failure(x, fmt::format("the answer's code ({} block{}) has no entry point: {}", c_blocks.size(),
-                                    c_blocks.size() == 1 ? "" : "s", abi_needs));
+                                    c_blocks.size() == 1 ? "" : "s", needs));
     std::string hint;
     for (const auto* b : others)
-      if (b->body.find("load_inline") != std::string::npos || b->body.find("torch.utils.cpp_extension") != std::string::npos)
-        hint = "; kforge does not take PyTorch extensions: give the C++/CUDA source itself";
+      if (!python &&
+          (b->body.find("load_inline") != std::string::npos || b->body.find("torch.utils.cpp_extension") != std::string::npos))
+        hint = "; this search's dialect takes the C++/CUDA source itself (--dialect torch-cuda takes load_inline files)";
     return failure(x, fmt::format("the answer has no {} code, only {} ({} block{}){}; {}", lang, kinds_of(others),
-                                  others.size(), others.size() == 1 ? "" : "s", hint, abi_needs));
+                                  others.size(), others.size() == 1 ? "" : "s", hint, needs));
   }
 
   // The last of (whole files, edits) wins: models revise, and the later text is the answer.
@@ -831,7 +851,8 @@ extracted extract(std::string_view answer_in, std::string_view parent_in, const 
     x.source = main->body;
     if (blocks.size() > 1)
       x.notes.push_back(fmt::format("{} code blocks; used block {}{} ({})", blocks.size(), main->index,
-                                    main->file.empty() ? "" : " \"" + main->file + "\"", main_reason(main->body)));
+                                    main->file.empty() ? "" : " \"" + main->file + "\"",
+                                    python ? "defines class ModelNew" : main_reason(main->body)));
     if (mains.size() > 1) {
       x.notes.push_back(fmt::format("{} blocks are whole candidates; used the last, block {}", mains.size(), main->index));
       for (const auto* m : mains)
@@ -841,7 +862,19 @@ extracted extract(std::string_view answer_in, std::string_view parent_in, const 
       used.insert(b->index), x.notes.push_back(fmt::format("ignored block {} (edits): a whole file comes after it", b->index));
   }
 
-  // Headers the answer gives and the source includes are inlined: the ABI is one file.
+  // Headers the answer gives and the source includes are inlined: the ABI is one file. (A
+  // Python candidate is one file too, but imports are not inlined: it is taken as given.)
+  if (python) {
+    for (const auto& b : blocks)
+      if (!used.count(b.index))
+        x.notes.push_back(fmt::format("ignored block {} ({}{})", b.index, b.kind, b.file.empty() ? "" : " \"" + b.file + "\""));
+    if (!defines_model_new(x.source))
+      return failure(x, x.mode == "edits" ? fmt::format("after the edits, the source has no entry point: {}", needs)
+                                          : fmt::format("the source has no entry point: {}", needs));
+    if (!x.source.empty() && x.source.back() != '\n') x.source += '\n';
+    x.ok = true;
+    return x;
+  }
   inliner in{{}, {}, x.notes, {}};
   for (const auto* b : c_blocks) // a later block of the same name is a revision
     if (!b->file.empty()) in.headers[basename(b->file)] = b;

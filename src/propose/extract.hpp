@@ -13,7 +13,8 @@
 // What it promises when ok: `source` is one file (headers the answer gives and the file
 // includes are inlined) that defines kf_forward (include/kforge/kernel.h) or declares
 // `// kforge: launch` directives (a kernel-only candidate); with language "cpp" it has no
-// CUDA constructs. `// kforge: param` lines are kept as they are (build/params.hpp reads
+// CUDA constructs; with language "python" it is a Python file defining `class ModelNew` (taken
+// as given: nothing is inlined). `// kforge: param` lines are kept as they are (build/params.hpp reads
 // them). Line endings are LF.
 #include <string>
 #include <string_view>
@@ -22,7 +23,8 @@
 namespace kforge::propose {
 
 struct extract_options {
-  std::string language; // "cuda" or "cpp" (the problem's backend: cuda or cpu); empty: either
+  std::string language; // "cuda" or "cpp" (the problem's backend: cuda or cpu), "python" (a ModelNew
+                        // file: --dialect triton or torch-cuda); empty: cuda or cpp
 };
 
 struct extracted {

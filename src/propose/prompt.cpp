@@ -608,11 +608,27 @@ std::string dialect_for(const problem::problem& p, std::string_view source_hint)
 prompt_builder::prompt_builder(std::filesystem::path templates_dir, int max_diagnostic_lines)
     : m_templates(std::move(templates_dir)), m_max_diagnostic_lines(max_diagnostic_lines) {}
 
+bool is_dialect(std::string_view d) {
+  return d == "cuda" || d == "cute" || d == "cpp" || d == "triton" || d == "torch-cuda";
+}
+
+bool is_python_dialect(std::string_view d) { return d == "triton" || d == "torch-cuda"; }
+
+prompt_builder& prompt_builder::use_dialect(std::string dialect) {
+  if (!dialect.empty() && !is_dialect(dialect))
+    KFORGE_THROW(usage, "unknown dialect '{}' (known: cuda, cute, cpp, triton, torch-cuda)", dialect);
+  m_dialect = std::move(dialect);
+  return *this;
+}
+
 std::string prompt_builder::system_prompt(std::string_view dialect) const {
-  if (dialect != "cuda" && dialect != "cute" && dialect != "cpp")
-    KFORGE_THROW(internal, "unknown dialect '{}' (known: cuda, cute, cpp)", dialect);
+  if (!is_dialect(dialect))
+    KFORGE_THROW(internal, "unknown dialect '{}' (known: cuda, cute, cpp, triton, torch-cuda)", dialect);
   const std::string d(dialect);
-  return m_templates.render("system", {{"dialect", {{"name", d}, {d, true}}}});
+  // Template keys cannot hold '-': torch-cuda is dialect.torch_cuda there.
+  std::string key = d;
+  std::replace(key.begin(), key.end(), '-', '_');
+  return m_templates.render("system", {{"dialect", {{"name", d}, {key, true}, {"python", is_python_dialect(d)}}}});
 }
 
 json prompt_builder::task_context(const problem::problem& p, const device_facts& dev, const candidate_ref& c) const {
@@ -627,8 +643,8 @@ json prompt_builder::task_context(const problem::problem& p, const device_facts&
   } else if (!c.profile.empty()) {
     KFORGE_THROW(internal, "candidate '{}': a profile digest is shown with its evaluation, and it has none", c.label);
   }
-  ctx["lang"] = lang_of(p);
-  ctx["dialect"] = dialect_for(p, c.source);
+  ctx["dialect"] = m_dialect.empty() ? dialect_for(p, c.source) : m_dialect;
+  ctx["lang"] = is_python_dialect(ctx["dialect"].get<std::string>()) ? "python" : lang_of(p);
   return ctx;
 }
 

@@ -90,6 +90,11 @@ struct idea {
 /// <cutlass/...>, else "cuda".
 [[nodiscard]] std::string dialect_for(const problem::problem& p, std::string_view source_hint);
 
+/// Whether `d` is a dialect prompt_builder knows; whether it is one of the Python ones
+/// (triton, torch-cuda), whose candidates are ModelNew files.
+[[nodiscard]] bool is_dialect(std::string_view d);
+[[nodiscard]] bool is_python_dialect(std::string_view d);
+
 class prompt_builder {
 public:
   /// @throws kforge::error (usage) when `templates_dir` is not a directory.
@@ -111,13 +116,20 @@ public:
   [[nodiscard]] llm::request implement_idea(const problem::problem& p, const device_facts& dev,
                                             const candidate_ref& parent, const std::string& idea) const;
 
-  /// system.md rendered for a dialect ("cuda", "cute", "cpp").
+  /// Every prompt asks for `dialect` ("cuda", "cute", "cpp", "triton", "torch-cuda"; empty:
+  /// dialect_for() the problem and the candidate, the default). The Python dialects ask for a
+  /// ModelNew file in a ```python fence. @throws kforge::error (usage) for another name.
+  prompt_builder& use_dialect(std::string dialect);
+  [[nodiscard]] const std::string& dialect() const { return m_dialect; }
+
+  /// system.md rendered for a dialect ("cuda", "cute", "cpp", "triton", "torch-cuda").
   [[nodiscard]] std::string system_prompt(std::string_view dialect) const;
   [[nodiscard]] const template_set& templates() const { return m_templates; }
 
 private:
   template_set m_templates;
   int m_max_diagnostic_lines;
+  std::string m_dialect; // empty: per problem and candidate
 
   [[nodiscard]] nlohmann::json task_context(const problem::problem& p, const device_facts& dev,
                                             const candidate_ref& c) const;

@@ -16,7 +16,8 @@ namespace {
 class branch_strategy final : public strategy {
 public:
   void run(session& s) override {
-    const propose::prompt_builder prompts;
+    propose::prompt_builder prompts;
+    prompts.use_dialect(s.options().dialect);
     const auto dev = device_facts_of(s);
     const auto& p = s.problem();
     const auto& opt = s.options();

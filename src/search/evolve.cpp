@@ -72,7 +72,8 @@ struct island {
 class evolve_strategy final : public strategy {
 public:
   void run(session& s) override {
-    const propose::prompt_builder prompts;
+    propose::prompt_builder prompts;
+    prompts.use_dialect(s.options().dialect);
     const auto dev = device_facts_of(s);
     const auto& p = s.problem();
     const auto& opt = s.options();

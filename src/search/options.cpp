@@ -5,7 +5,7 @@ namespace kforge::search {
 #define KFORGE_SEARCH_FIELDS(X)                                                                                      \
   X(strategy) X(seed) X(max_evaluations) X(max_tokens) X(max_cost_usd) X(max_wall_s) X(target_fraction) X(patience) \
   X(max_rounds) X(tune_method) X(tune_budget) X(max_fixes) X(profile_depth) X(ideas) X(implementations) X(keep) X(islands) X(migrate_every)    \
-  X(devices) X(build_jobs) X(trials) X(time_budget_s) X(sanitize_best) X(llm)
+  X(devices) X(build_jobs) X(trials) X(time_budget_s) X(sanitize_best) X(llm) X(dialect)
 
 nlohmann::json search_options::to_json() const {
   nlohmann::json j;

@@ -48,6 +48,7 @@ struct search_options {
   double time_budget_s = 0; // timing seconds per subject; 0: the problem's
   bool sanitize_best = true; // compute-sanitizer on every new best (CUDA problems)
   std::vector<std::string> llm; // the models (specs) the run was started with, for the record
+  std::string dialect;    // what the LLM writes: cuda, cute, cpp, triton, torch-cuda; empty: per problem
 
   [[nodiscard]] nlohmann::json to_json() const;
   /// Unknown keys are ignored (a newer kforge's run), missing ones keep their defaults.

@@ -19,7 +19,8 @@ bool better(const outcome& o, const std::optional<outcome>& than) {
 class refine_strategy final : public strategy {
 public:
   void run(session& s) override {
-    const propose::prompt_builder prompts;
+    propose::prompt_builder prompts;
+    prompts.use_dialect(s.options().dialect);
     const auto dev = device_facts_of(s);
     const auto& p = s.problem();
     std::optional<outcome> best;

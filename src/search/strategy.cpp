@@ -3,6 +3,7 @@
 #include "core/error.hpp"
 #include "device/calibration.hpp"
 #include "propose/extract.hpp"
+#include "propose/prompt.hpp"
 
 #include <fmt/format.h>
 
@@ -76,7 +77,9 @@ outcome propose_and_judge(session& s, const llm::request& req, const std::string
     return failed;
   }
   if (call_id) rec.llm_call_id = call_id;
-  const std::string language = s.problem().backend == problem::backend_kind::cuda ? "cuda" : "cpp";
+  const std::string language = propose::is_python_dialect(s.options().dialect) ? "python"
+                               : s.problem().backend == problem::backend_kind::cuda ? "cuda"
+                                                                                     : "cpp";
   auto ex = propose::extract_candidate(answer.text, parent ? parent->source : "", {.language = language});
   rec.notes_json = nlohmann::json(ex.notes).dump();
   if (!ex.ok) {

@@ -4,6 +4,7 @@
 #include "build/launch_plan.hpp"
 #include "core/error.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -370,4 +371,35 @@ TEST(params, to_string_and_key_are_canonical) {
   EXPECT_EQ(build::key(a), "BLOCK=128,ITEMS=4");
   EXPECT_EQ(build::key({}), "");
   EXPECT_EQ(build::to_string({{"N", -1}}), "N=-1");
+}
+
+TEST(params_python, hash_directives_become_module_assignments_and_keep_the_line_count) {
+  const std::string src = "import triton\n"
+                          "# kforge: param BLOCK = 1024 in {256, 1024}  # per program\n"
+                          "# kforge: param WARPS = 4 in pow2[4, 8]\n"
+                          "# kforge: constraint BLOCK / WARPS >= 64\n"
+                          "class ModelNew: pass\n";
+  ASSERT_TRUE(build::declares_params(src));
+  const auto space = build::parse_params(src, "cand.py");
+  ASSERT_EQ(space.params.size(), 2u);
+  EXPECT_EQ(space.params[0].name, "BLOCK");
+  EXPECT_EQ(space.params[0].default_value, 1024);
+  const auto out = build::instantiate(src, space, {{"BLOCK", 256}, {"WARPS", 4}});
+  EXPECT_EQ(out, "import triton\n"
+                 "BLOCK = 256  # kforge: tuned BLOCK in {256, 1024}\n"
+                 "WARPS = 4  # kforge: tuned WARPS in pow2[4, 8]\n"
+                 "# kforge-constraint: BLOCK / WARPS >= 64\n"
+                 "class ModelNew: pass\n");
+  EXPECT_FALSE(build::declares_params(out)); // instantiating again changes nothing
+  EXPECT_EQ(build::grid(space, 10).size(), 3u); // 256/8 = 32 < 64 is pruned
+}
+
+TEST(params_python, python_words_cannot_be_parameters) {
+  for (const char* word : {"lambda", "torch", "tl", "self", "None"})
+    EXPECT_NE(error_of([&] { (void)build::parse_params(fmt::format("# kforge: param {} = 1 in {{1, 2}}\n", word), "c.py"); })
+                  .find("cannot be a parameter name"),
+              std::string::npos)
+        << word;
+  // Other comments and preprocessor lines are not directives.
+  EXPECT_FALSE(build::declares_params("#include <x.h>\n# a comment: kforge: param X = 1 in {1}\n#define K 1\n"));
 }

@@ -519,7 +519,7 @@ TEST(extract, only_python_is_the_wrong_language) {
   const auto x = extract_candidate(answer, parent, cuda);
   ASSERT_FALSE(x.ok);
   EXPECT_TRUE(has(x.error, "the answer has no cuda code, only python (1 block)")) << x.error;
-  EXPECT_TRUE(has(x.error, "PyTorch extensions")) << x.error;
+  EXPECT_TRUE(has(x.error, "--dialect torch-cuda")) << x.error;
   EXPECT_TRUE(has(x.error, "kf_forward")) << x.error;
 }
 
@@ -595,4 +595,56 @@ TEST(extract, code_blocks_report_info_kind_and_file) {
   EXPECT_TRUE(blocks[3].closed);
   EXPECT_FALSE(blocks[4].closed);
   EXPECT_EQ(blocks[4].index, 5);
+}
+
+namespace {
+const propose::extract_options python{"python"};
+const std::string model_new = "import torch\n"
+                              "import triton\n\n"
+                              "# kforge: param BLOCK = 1024 in {256, 1024}\n\n"
+                              "class ModelNew(torch.nn.Module):\n"
+                              "    def forward(self, x):\n"
+                              "        return torch.relu(x)\n";
+} // namespace
+
+TEST(extract_python, a_python_fence_with_model_new_is_the_candidate_as_written) {
+  const auto x = extract_candidate("Fuse it in Triton.\n\n```python\n" + model_new + "```\n", "", python);
+  ASSERT_TRUE(x.ok) << x.error;
+  EXPECT_EQ(x.source, model_new);
+  EXPECT_EQ(x.mode, "whole");
+  EXPECT_EQ(x.prose, "Fuse it in Triton.");
+}
+
+TEST(extract_python, an_untagged_load_inline_file_counts_though_its_strings_read_as_cuda) {
+  const std::string src = "from torch.utils.cpp_extension import load_inline\n"
+                          "src = r\"\"\"\n__global__ void k(float* y) { y[0] = 1; }\n#include <torch/extension.h>\n\"\"\"\n"
+                          "ext = load_inline(name=\"k\", cpp_sources=\"\", cuda_sources=src)\n"
+                          "class ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return ext.k(x)\n";
+  const auto x = extract_candidate("```\n" + src + "```\n```bash\npip install triton\n```\n", "", python);
+  ASSERT_TRUE(x.ok) << x.error;
+  EXPECT_EQ(x.source, src);
+}
+
+TEST(extract_python, edits_apply_to_a_python_parent_and_the_result_must_keep_model_new) {
+  const auto x = extract_candidate("<<<<<<< SEARCH\n        return torch.relu(x)\n=======\n        return x.clamp_min(0)\n"
+                                   ">>>>>>> REPLACE\n",
+                                   model_new, python);
+  ASSERT_TRUE(x.ok) << x.error;
+  EXPECT_EQ(x.mode, "edits");
+  EXPECT_NE(x.source.find("return x.clamp_min(0)"), std::string::npos);
+  const auto gone = extract_candidate("<<<<<<< SEARCH\nclass ModelNew(torch.nn.Module):\n=======\nclass Other:\n"
+                                      ">>>>>>> REPLACE\n",
+                                      model_new, python);
+  EXPECT_FALSE(gone.ok);
+  EXPECT_NE(gone.error.find("class ModelNew"), std::string::npos) << gone.error;
+}
+
+TEST(extract_python, a_cuda_answer_to_a_python_dialect_says_what_was_expected) {
+  const auto x = extract_candidate("```cuda\n" + parent + "```\n", "", python);
+  EXPECT_FALSE(x.ok);
+  EXPECT_NE(x.error.find("class ModelNew"), std::string::npos) << x.error;
+  // ...and a ModelNew answer to a CUDA search names the dialect that takes it.
+  const auto y = extract_candidate("```python\nfrom torch.utils.cpp_extension import load_inline\n" + model_new + "```\n", "", cuda);
+  EXPECT_FALSE(y.ok);
+  EXPECT_NE(y.error.find("--dialect torch-cuda"), std::string::npos) << y.error;
 }

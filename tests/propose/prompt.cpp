@@ -90,7 +90,40 @@ TEST(prompt_system, each_dialect_has_its_rules_and_the_common_ones) {
   EXPECT_HAS(cpp, "```cpp");
   EXPECT_LACKS(cpp, "// kforge: launch");
   EXPECT_LACKS(cpp, "```cuda");
-  EXPECT_THROW((void)b.system_prompt("triton"), kforge::error);
+  EXPECT_THROW((void)b.system_prompt("tilelang"), kforge::error);
+}
+
+TEST(prompt_system, the_python_dialects_ask_for_a_model_new_file_in_a_python_fence) {
+  const auto b = builder();
+  const auto triton = b.system_prompt("triton"), inline_cuda = b.system_prompt("torch-cuda");
+  for (const auto* s : {&triton, &inline_cuda}) {
+    EXPECT_HAS(*s, "float64 oracle");
+    EXPECT_HAS(*s, "class ModelNew(torch.nn.Module)");
+    EXPECT_HAS(*s, "torch.cuda.current_stream()");
+    EXPECT_HAS(*s, "# kforge: param BLOCK = 256 in {128, 256, 512}");
+    EXPECT_HAS(*s, "```python");
+    EXPECT_HAS(*s, ">>>>>>> REPLACE");
+    EXPECT_LACKS(*s, "// kforge: param");
+    EXPECT_LACKS(*s, "```cuda");
+    EXPECT_LACKS(*s, "kf_forward");
+    EXPECT_LACKS(*s, "{{");
+  }
+  EXPECT_HAS(triton, "@triton.jit");
+  EXPECT_HAS(triton, "input_precision=\"ieee\"");
+  EXPECT_LACKS(triton, "at::cuda::getCurrentCUDAStream()");
+  EXPECT_HAS(inline_cuda, "load_inline");
+  EXPECT_HAS(inline_cuda, "at::cuda::getCurrentCUDAStream()");
+  EXPECT_LACKS(inline_cuda, "@triton.jit");
+}
+
+TEST(prompt_implement, a_forced_python_dialect_reaches_the_system_prompt_and_the_fences) {
+  const auto p = cuda_softmax();
+  auto b = builder();
+  b.use_dialect("triton");
+  const auto r = b.implement(p, h200_facts(), {.source = read_file(*p.seed), .label = "seed"});
+  EXPECT_EQ(r.system, builder().system_prompt("triton"));
+  EXPECT_HAS(r.messages[0].text, "```python"); // the fence a new candidate comes back in
+  EXPECT_THROW(b.use_dialect("fortran"), kforge::error);
 }
 
 TEST(prompt_context, problem_with_ceilings_has_shapes_work_and_roofline) {
