@@ -57,7 +57,14 @@ command_fn add_export_command(CLI::App& app, global_options& g) {
                      run->problem_path, prob->name, *run_id, run->problem);
       // Refused before anything is written (write_torch_extension checks it again).
       if (run->best_candidate_id && prob->backend == problem::backend_kind::cuda)
-        if (auto cand = db.get_candidate(*run->best_candidate_id); cand && build::declares_launches(cand->source))
+        if (auto cand = db.get_candidate(*run->best_candidate_id);
+            cand && cand->source.find("class ModelNew") != std::string::npos &&
+            cand->source.find("kf_forward") == std::string::npos)
+          KFORGE_THROW(usage,
+                       "export {} --torch: the best candidate (#{}) is already a PyTorch module (class ModelNew): "
+                       "export it without --torch and import it as it is",
+                       o->run, cand->id);
+        else if (cand && build::declares_launches(cand->source))
           KFORGE_THROW(usage,
                        "export {} --torch: the best candidate (#{}) is kernel-only (`// kforge: launch` directives): "
                        "it has no kf_forward for an extension to call; export it without --torch and launch its "

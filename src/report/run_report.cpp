@@ -478,8 +478,8 @@ std::string kf_real_of(const std::string& command) {
 
 std::string readme(const store::run_record& run, const store::candidate_record& cand, const json& summary,
                    const std::optional<store::evaluation_record>& ev, const json& params, const std::string& name,
-                   bool cuda, const std::vector<std::string>& launches) {
-  const std::string file = name + (cuda ? ".cu" : ".cpp");
+                   bool cuda, const std::vector<std::string>& launches, bool python) {
+  const std::string file = name + (python ? ".py" : cuda ? ".cu" : ".cpp");
   const auto t = timing_of(summary, ev);
   const json build = candidate_build(summary);
   const std::string recorded = str(build, "command");
@@ -511,6 +511,19 @@ std::string readme(const store::run_record& run, const store::candidate_record& 
   s += "\n";
 
   s += "## Build\n\n";
+  if (python) {
+    s += "This is a Python candidate in KernelBench's solution format: the file defines `class ModelNew` "
+         "(torch.nn.Module). Construct it as the problem's `Model` is (with `get_init_inputs()` for a KernelBench "
+         "problem), move it to the GPU, and call it with the problem's inputs; it returns the output tensor (or a "
+         "tuple of them):\n\n";
+    s += fmt::format("```python\nfrom {} import ModelNew\nmodel = ModelNew(*init_inputs).cuda()\ny = model(*inputs)\n```\n\n",
+                     name);
+    s += "Its first call compiles its kernels (Triton's JIT, `load_inline`), which kforge counted as the build and "
+         "did not time; kforge called it on `torch.cuda.current_stream()` and copied what it returned into its own "
+         "output buffers inside each timed call, so the measured time includes that copy.\n\n";
+    if (!recorded.empty()) s += fmt::format("kforge's own build step, for the record:\n\n```\n{}\n```\n", recorded);
+    return s;
+  }
   s += "`kforge/kernel.h` (the candidate ABI: `kf_tensor`, `kf_args`, `KF_REAL`) is beside it, so it compiles with "
        "`-I.` from this folder.\n\n";
   if (cuda && !launches.empty()) {
@@ -575,6 +588,10 @@ export_result export_best(const store::store& db, int64_t run_id, const std::fil
   else if (!toolchain.empty()) r.cuda = toolchain != "host";
   else r.cuda = !launches.empty() || cand->source.find("__global__") != std::string::npos;
   r.kernel_only = r.cuda && !launches.empty();
+  r.python = toolchain == "python" ||
+             (toolchain.empty() && cand->source.find("class ModelNew") != std::string::npos &&
+              cand->source.find("kf_forward") == std::string::npos);
+  if (r.python) r.kernel_only = false;
 
   json params = json::object();
   for (auto& re : db.run_evaluations(run_id))
@@ -584,15 +601,17 @@ export_result export_best(const store::store& db, int64_t run_id, const std::fil
     }
 
   const std::string name = file_stem(run->problem) + "_best";
-  std::filesystem::create_directories(dir / "kforge");
+  std::filesystem::create_directories(dir);
+  if (!r.python) std::filesystem::create_directories(dir / "kforge");
   auto put = [&](const std::filesystem::path& p, const std::string& text) {
     write_file_atomic(p, text);
     r.files.push_back(p);
   };
-  put(dir / (name + (r.cuda ? ".cu" : ".cpp")), cand->source);
-  put(dir / "kforge" / "kernel.h", read_file(abi_header("kernel.h")));
+  put(dir / (name + (r.python ? ".py" : r.cuda ? ".cu" : ".cpp")), cand->source);
+  if (!r.python) put(dir / "kforge" / "kernel.h", read_file(abi_header("kernel.h")));
   if (r.kernel_only) put(dir / "kforge" / "nvrtc_prelude.h", read_file(abi_header("nvrtc_prelude.h")));
-  put(dir / "README.md", readme(*run, *cand, summary, ev, params, name, r.cuda, r.kernel_only ? launches : std::vector<std::string>{}));
+  put(dir / "README.md", readme(*run, *cand, summary, ev, params, name, r.cuda,
+                                r.kernel_only ? launches : std::vector<std::string>{}, r.python));
   json doc = summary;
   if (doc.empty() && ev)
     doc = {{"schema", "kforge.eval/1"}, {"evaluation_id", ev->id}, {"status", ev->status}, {"message", ev->message}};

@@ -45,10 +45,12 @@ struct export_result {
   std::vector<std::filesystem::path> files; // the source first, then the rest in writing order
   bool cuda = false;        // a .cu for the CUDA backend (else a .cpp for the CPU backend)
   bool kernel_only = false; // `// kforge: launch` directives: device code launched by kforge
+  bool python = false;      // a ModelNew file (built by the toolchain "python"), written as it is
 };
 
 /// Writes the run's best candidate to `dir` (created as needed; existing files are
-/// replaced): `<problem>_best.cu` (or `.cpp` for a CPU problem), `kforge/kernel.h` (and
+/// replaced): `<problem>_best.cu` (or `.cpp` for a CPU problem, `.py`, as it is and with no
+/// header, for a Python ModelNew candidate), `kforge/kernel.h` (and
 /// `kforge/nvrtc_prelude.h` for a kernel-only candidate) so that the source compiles with
 /// `-I<dir>`, `README.md` (what it is, how it measured, how to build it) and
 /// `<problem>_best.json` (the best evaluation's stored kforge.eval/1 document).
