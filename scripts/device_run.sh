@@ -3,6 +3,7 @@
 # calibration, kforge's own evaluation latency, and the GPU problems' seeds.
 # Results go to $OUT (or ./device-out). Knobs: DEVICE_TORCH=1 (bridge tests, DEVICE_PARITY
 # problems), DEVICE_SUITE=1 (bench/kernelbench), DEVICE_CHECK_SPEED=1 (bench/check_speed.sh; CHECK_HOST=0 skips the host path), SKIP_GPU_TESTS, SKIP_CALIBRATE, SKIP_LATENCY,
+# DEVICE_PYTHON="triton overhead examples level1" (bench/python_candidates.sh, packed as py.tar.gz),
 # SKIP_SANITIZE, GPU_FILTER/GPU_TIMEOUT (a gtest filter and limit for the GPU tests), DEVICE_PROBLEMS/OPTIMIZE/PROFILE/EXTRA/CHECK (see below), DEVICE_TOOL_PROBE=1
 # (bench/tool_confinement/probe.sh; KFORGE_TOOL_SANDBOX=off runs the tools unconfined). Always: kforge doctor and
 # bench_confine_start (what confinement is in force there, and what it costs per start).
@@ -46,6 +47,11 @@ fi
 if [ -n "${DEVICE_SUITE:-}" ]; then
 echo "=== KernelBench-format suite"
 KFORGE=dist/kforge /usr/bin/time -f '%e s wall' timeout ${SUITE_TIMEOUT:-540} bench/kernelbench/run.sh "$OUT/kb"
+fi
+if [ -n "${DEVICE_PYTHON:-}" ]; then
+echo "=== Python candidates (bench/python_candidates.sh $DEVICE_PYTHON)"
+KFORGE=dist/kforge timeout ${PYTHON_TIMEOUT:-540} bench/python_candidates.sh "$OUT/py" $DEVICE_PYTHON 2> "$OUT/py-phases.txt" | tee "$OUT/python_candidates.txt"
+tar -czf "$OUT/py.tar.gz" -C "$OUT" py py-phases.txt && rm -rf "$OUT/py"
 fi
 [ -n "${SKIP_GPU_TESTS:-}" ] || {
 echo "=== GPU tests"

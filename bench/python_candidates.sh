@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# Issue 20's table: Python (ModelNew) candidates judged end to end. Run on the GPU machine after
+# scripts/dist.sh, with KernelBench's files in $KERNELBENCH (a checkout of
+# github.com/ScalingIntelligence/KernelBench; default bench/kernelbench/upstream, which is not
+# committed: `git clone --depth 1 https://github.com/ScalingIntelligence/KernelBench bench/kernelbench/upstream`):
+#   bench/python_candidates.sh OUT [triton] [overhead] [examples] [level1]   (default: all four)
+# 1. triton: a new Triton softmax on problems/softmax (4096 x 65536), JIT included (a fresh
+#    source each run), then the same source again with its build cached.
+# 2. overhead: one CUDA kernel as a kf_forward candidate (bench/python/softmax_rows.cu) and as a
+#    load_inline ModelNew (tests/gpu/data/softmax_load_inline.py) on tests/gpu/problems/softmax_small;
+#    the difference in medians is what the Python path costs per timed call.
+# 3. examples: KernelBench's own example problems with their example solutions.
+# 4. level1: ten level-1 problems with the ModelNew files of bench/kernelbench/model_new.
+# KFORGE=dist/kforge by default; KFORGE_CACHE is kept so reference builds are cached.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${1:?usage: bench/python_candidates.sh OUT [triton] [overhead] [examples] [level1]}
+shift
+parts=${*:-triton overhead examples level1}
+mkdir -p "$out"
+K=$(realpath "${KFORGE:-dist/kforge}")
+KB=${KERNELBENCH:-bench/kernelbench/upstream}
+export KFORGE_CACHE=${KFORGE_CACHE:-/tmp/kforge-cache} KFORGE_WORKER=${KFORGE_WORKER:-$(dirname "$K")/kforge-worker}
+export KFORGE_DB=${KFORGE_DB:-$out/kforge.db}
+
+# One row from an eval's JSON: status, wall, medians, speedups, build, the failed check, what ran.
+row() { # json wall label
+  python3 - "$@" <<'PY'
+import json, sys
+path, wall, label = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+try:
+    j = json.load(open(path))
+except Exception as e:
+    print(f"| {label} | no JSON ({e}) |"); sys.exit()
+t = j.get("timing") or {}
+med = lambda s: f"{t[s]['median_s'] * 1e3:.3f}" if isinstance(t.get(s), dict) and "median_s" in t[s] else "-"
+over = t.get("speedup_over") or {}
+sp = " ".join(f"{k} {v:.2f}x" for k, v in over.items()) or "-"
+b = next((b for b in j.get("builds", []) if b.get("role") == "candidate"), {})
+build = f"{b.get('duration_s', 0):.1f}{' cached' if b.get('cached') else ''}"
+f = j.get("failure") or {}
+why = ""
+if f:
+    why = f"{f.get('check', '?')}"
+    if f.get("case"): why += f" case={f['case']}"
+    if f.get("worst"): w = f["worst"]; why += f" worst [{w.get('index')}] got {w.get('got')} expected {w.get('expected')}"
+    why += ": " + (f.get("message") or "")[:160].replace("|", "/").replace("\n", " ")
+k = (j.get("kernels") or {}).get("candidate") or []
+ran = "; ".join(f"{x['name'][:40]}{'[' + x['library'] + ']' if x.get('library') else ''} {x['gpu_s'] * 1e6:.1f}us" for x in k[:3])
+print(f"| {label} | {j.get('status')} | {wall:.1f} | {build} | {med('candidate')} | {med('reference')} | {sp} | {ran or '-'} | {why or '-'} |")
+ph = j.get("phases", {})
+print(f"  {label} phases:", {k: round(v, 2) for k, v in ph.items() if isinstance(v, (int, float))}, file=sys.stderr)
+PY
+}
+header() { echo "| $1 | status | wall s | build s | candidate ms | reference ms | speedups | what ran (top 3, per call) | failed check |"; echo "|---|---|---|---|---|---|---|---|---|"; }
+ev() { # problem candidate label [extra args]
+  local p=$1 c=$2 label=$3; shift 3
+  local j="$out/$(echo "$label" | tr -c 'A-Za-z0-9_.\n-' _).json"
+  local t0=$(date +%s.%N)
+  timeout 300 "$K" eval "$p" "$c" --json "$@" > "$j" 2> "$j.err"
+  row "$j" "$(awk "BEGIN{print $(date +%s.%N) - $t0}")" "$label"
+}
+
+if [[ " $parts " == *" triton "* ]]; then
+  echo "=== triton: a new Triton softmax on problems/softmax (4096 x 65536)"
+  "$K" eval problems/softmax problems/softmax/seed.cu --time-budget 0.2 > /dev/null 2>&1 # reference and oracle builds
+  fresh="$out/softmax_online_$(date +%s).py"
+  { cat bench/python/softmax_online.py; echo "# fresh copy $(date +%s.%N): a new content hash, so a new build"; } > "$fresh"
+  header candidate
+  ev problems/softmax "$fresh" "softmax_online (new: JIT)"
+  ev problems/softmax "$fresh" "softmax_online (build cached)"
+  ev problems/softmax problems/softmax/seed.cu "seed.cu (kf_forward)"
+  "$K" eval problems/softmax "$fresh" 2>&1 | tail -12
+fi
+
+if [[ " $parts " == *" overhead "* ]]; then
+  echo "=== overhead: the same kernel as kf_forward and as load_inline, tests/gpu/problems/softmax_small (512 x 4096)"
+  header candidate
+  for i in 1 2; do
+    ev tests/gpu/problems/softmax_small bench/python/softmax_rows.cu "kf_forward run $i" --time-budget 2
+    ev tests/gpu/problems/softmax_small tests/gpu/data/softmax_load_inline.py "load_inline run $i" --time-budget 2
+  done
+  python3 - "$out" <<'PY'
+import json, sys, glob, statistics
+out = sys.argv[1]
+def load(pat):
+    r = []
+    for p in sorted(glob.glob(f"{out}/{pat}")):
+        try: r.append(json.load(open(p)))
+        except Exception: pass
+    return r
+cu, py = load("kf_forward_run_*.json"), load("load_inline_run_*.json")
+m = lambda js: [j["timing"]["candidate"]["median_s"] for j in js if j.get("timing")]
+if m(cu) and m(py):
+    a, b = statistics.median(m(cu)), statistics.median(m(py))
+    print(f"kf_forward median {a * 1e6:.1f} us, load_inline ModelNew {b * 1e6:.1f} us: Python path +{(b - a) * 1e6:.1f} us per call")
+    for j in py[:1]:
+        for k in (j.get("kernels") or {}).get("candidate", []):
+            print(f"  ModelNew call kernel: {k['name'][:70]} [{k.get('library') or 'custom'}] {k['gpu_s'] * 1e6:.2f} us, {k['launches']} launches")
+PY
+fi
+
+if [[ " $parts " == *" examples "* ]]; then
+  echo "=== examples: KernelBench's example problems and solutions ($KB, $(cat "$KB/COMMIT" 2>/dev/null | cut -c1-12))"
+  P=$KB/src/kernelbench/prompts
+  mkdir -p "$out/kb_examples"
+  header "problem / solution"
+  for pair in model_ex_add:model_new_ex_add model_ex_add:model_new_ex_add_triton model_ex_add:model_new_ex_add_cute \
+              model_ex_add:model_new_ex_add_tilelang few_shot/model_ex_fuse_gelu:few_shot/model_new_ex_fuse_gelu \
+              few_shot/model_ex_tiled_matmul:few_shot/model_new_ex_tiled_matmul few_shot/model_ex_mnist2:few_shot/model_new_ex_mnist2 \
+              few_shot/model_ex_flash_attn:few_shot/model_new_ex_flash_attn; do
+    prob=${pair%%:*} sol=${pair##*:}
+    d="$out/kb_examples/$(basename "$prob")"
+    [ -d "$d" ] || "$K" import kernelbench "$P/$prob.py" --out "$d" --force > "$d.import.txt" 2>&1 || { echo "| $(basename "$prob") | import failed: $(tail -1 "$d.import.txt") |"; continue; }
+    ev "$d" "$P/$sol.py" "$(basename "$prob") / $(basename "$sol")"
+  done
+fi
+
+if [[ " $parts " == *" level1 "* ]]; then
+  echo "=== level1: ten KernelBench level-1 problems with bench/kernelbench/model_new"
+  mkdir -p "$out/kb_level1"
+  header problem
+  for c in bench/kernelbench/model_new/*.py; do
+    n=$(basename "$c" .py)
+    d="$out/kb_level1/$n"
+    "$K" import kernelbench "$KB/KernelBench/level1/$n.py" --out "$d" --force > "$d.import.txt" 2>&1 || { echo "| $n | import failed: $(tail -1 "$d.import.txt") |"; continue; }
+    ev "$d" "$c" "$n"
+  done
+fi
