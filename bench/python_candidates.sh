@@ -57,7 +57,7 @@ ev() { # problem candidate label [extra args]
   local p=$1 c=$2 label=$3; shift 3
   local j="$out/$(echo "$label" | tr -c 'A-Za-z0-9_.\n-' _).json"
   local t0=$(date +%s.%N)
-  timeout 300 "$K" eval "$p" "$c" --json "$@" > "$j" 2> "$j.err"
+  timeout "${EVAL_TIMEOUT:-300}" "$K" eval "$p" "$c" --json "$@" > "$j" 2> "$j.err"
   row "$j" "$(awk "BEGIN{print $(date +%s.%N) - $t0}")" "$label"
 }
 

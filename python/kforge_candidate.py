@@ -33,6 +33,13 @@ import sys
 import time
 import traceback
 
+if __name__ == "__main__" and len(sys.argv) == 5 and sys.argv[1] == "build":
+    # A build that runs long says where it is: every thread's stack every 45 s, beside its
+    # answer (the JIT folder, the one place it may write), which kforge shows if it times out.
+    import faulthandler
+    _stalled = open(os.path.join(os.path.dirname(os.path.abspath(sys.argv[4])), "build-stalled.txt"), "w")
+    faulthandler.dump_traceback_later(45, repeat=True, file=_stalled)
+
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -357,6 +364,8 @@ def main(argv):
         code = 1
     with open(argv[4], "w") as f:
         json.dump(answer, f)
+    if "_stalled" in globals():
+        faulthandler.cancel_dump_traceback_later()
     return code
 
 

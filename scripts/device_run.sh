@@ -3,6 +3,7 @@
 # calibration, kforge's own evaluation latency, and the GPU problems' seeds.
 # Results go to $OUT (or ./device-out). Knobs: DEVICE_TORCH=1 (bridge tests, DEVICE_PARITY
 # problems), DEVICE_SUITE=1 (bench/kernelbench), DEVICE_CHECK_SPEED=1 (bench/check_speed.sh; CHECK_HOST=0 skips the host path), SKIP_GPU_TESTS, SKIP_CALIBRATE, SKIP_LATENCY,
+# DEVICE_DIAG=CANDIDATE:PROBLEM (one eval, with the process tree part way: DIAG_AT, DIAG_LIMIT s),
 # DEVICE_PYTHON="triton overhead examples level1" (bench/python_candidates.sh, packed as py.tar.gz),
 # SKIP_SANITIZE, GPU_FILTER/GPU_TIMEOUT (a gtest filter and limit for the GPU tests), DEVICE_PROBLEMS/OPTIMIZE/PROFILE/EXTRA/CHECK (see below), DEVICE_TOOL_PROBE=1
 # (bench/tool_confinement/probe.sh; KFORGE_TOOL_SANDBOX=off runs the tools unconfined). Always: kforge doctor and
@@ -48,15 +49,25 @@ if [ -n "${DEVICE_SUITE:-}" ]; then
 echo "=== KernelBench-format suite"
 KFORGE=dist/kforge /usr/bin/time -f '%e s wall' timeout ${SUITE_TIMEOUT:-540} bench/kernelbench/run.sh "$OUT/kb"
 fi
-if [ -n "${DEVICE_PYTHON:-}" ]; then
-echo "=== Python candidates (bench/python_candidates.sh $DEVICE_PYTHON)"
-KFORGE=dist/kforge timeout ${PYTHON_TIMEOUT:-540} bench/python_candidates.sh "$OUT/py" $DEVICE_PYTHON 2> "$OUT/py-phases.txt" | tee "$OUT/python_candidates.txt"
-tar -czf "$OUT/py.tar.gz" -C "$OUT" py py-phases.txt && rm -rf "$OUT/py"
+if [ -n "${DEVICE_DIAG:-}" ]; then
+# One Python candidate with a deadline; part way, the process tree and the build's stacks.
+echo "=== diagnose: kforge eval ${DEVICE_DIAG#*:} ${DEVICE_DIAG%%:*} (limit ${DIAG_LIMIT:-100} s)"
+( timeout ${DIAG_LIMIT:-100} dist/kforge eval ${DEVICE_DIAG#*:} ${DEVICE_DIAG%%:*} > "$OUT/diag_eval.txt" 2>&1; echo "rc=$?" >> "$OUT/diag_eval.txt" ) &
+sleep ${DIAG_AT:-50}
+ps -eo pid,ppid,etimes,stat,wchan:32,rss,args --forest | grep -vE " \[|ps -eo" | cut -c1-400 > "$OUT/diag_ps.txt"
+find "$KFORGE_CACHE" -name build-stalled.txt -exec sh -c 'echo "== $1"; cat "$1"' _ {} \; >> "$OUT/diag_ps.txt" 2>&1
+wait
+tail -40 "$OUT/diag_eval.txt"
 fi
 [ -n "${SKIP_GPU_TESTS:-}" ] || {
 echo "=== GPU tests"
 timeout ${GPU_TIMEOUT:-420} dist/test_gpu ${GPU_FILTER:+--gtest_filter=$GPU_FILTER} 2>&1 | tee "$OUT/test_gpu.log" | grep -E "^\[  |Failure|Which is|status" | head -60
 }
+if [ -n "${DEVICE_PYTHON:-}" ]; then
+echo "=== Python candidates (bench/python_candidates.sh $DEVICE_PYTHON)"
+KFORGE=dist/kforge timeout ${PYTHON_TIMEOUT:-540} bench/python_candidates.sh "$OUT/py" $DEVICE_PYTHON 2> "$OUT/py-phases.txt" | tee "$OUT/python_candidates.txt"
+tar -czf "$OUT/py.tar.gz" -C "$OUT" py py-phases.txt && rm -rf "$OUT/py"
+fi
 [ -n "${SKIP_CALIBRATE:-}" ] || { echo "=== calibrate"; dist/kforge calibrate; }
 if [ -z "${SKIP_LATENCY:-}" ]; then
 echo "=== latency: simple candidate, cold cache (reference + oracle + candidate built)"

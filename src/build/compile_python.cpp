@@ -136,6 +136,11 @@ artifact compile_python(const request& rq, problem_backend b) {
   std::string error = ans.is_object() ? ans.value("error", "") : "";
   a.ok = r.ok() && ans.is_object() && error.empty() && !r.timed_out;
   a.diagnostics = r.timed_out ? "the build (import and first call) timed out after 600 s\n" : "";
+  // Where a long build was (kforge_candidate.py dumps its stacks every 45 s).
+  if (const auto stalled = jit / "build-stalled.txt"; (r.timed_out || !a.ok) && fs::is_regular_file(stalled, ec))
+    if (const std::string where = read_file(stalled); !where.empty())
+      a.diagnostics += "where the build was (Python stacks, every 45 s; the last):\n" +
+                       where.substr(where.size() > 4000 ? where.size() - 4000 : 0) + "\n";
   if (!error.empty()) a.diagnostics += error + "\n";
   else if (!a.ok && !ans.is_object()) a.diagnostics += "the build wrote no answer\n";
   if (ans.is_object() && ans.contains("first_call_s"))

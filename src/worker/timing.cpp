@@ -138,7 +138,9 @@ void list_kernels(worker_session& w, const char* who, recorder& rec) {
   if (!w.send({{"cmd", "kernels"}, {"calls", 3}})) return;
   const auto m = w.wait_for("kernels");
   if (!m) return;
-  for (auto& [name, list] : m->value("subjects", nlohmann::json::object()).items()) rec.ev.kernels[name] = list;
+  // A named copy: items() of the temporary value() returns would outlive it in the loop.
+  const nlohmann::json subjects = m->value("subjects", nlohmann::json::object());
+  for (auto& [name, list] : subjects.items()) rec.ev.kernels[name] = list;
   if (m->contains("why")) rec.ev.kernels[std::string("why_") + who] = (*m)["why"];
 }
 
