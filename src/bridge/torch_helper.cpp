@@ -3,6 +3,7 @@
 #include "bridge/helper_process.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
+#include "core/hash.hpp"
 #include "core/subprocess.hpp"
 
 #include <fmt/format.h>
@@ -13,6 +14,7 @@
 #include <mutex>
 #include <random>
 #include <unistd.h>
+#include <sys/stat.h>
 
 namespace kforge::bridge {
 namespace fs = std::filesystem;
@@ -232,6 +234,41 @@ void held_helper::retire() {
   m_h.reset();
 }
 
+namespace {
+
+// The probe imports torch (about 2.7 s on the H200 machine), and every evaluation of a torch or
+// Python problem starts with it. Its answer is kept per interpreter: the key covers the
+// interpreter file, the helper's source, the device environment, and the modification times of
+// the folders packages are installed in (an install, upgrade or removal changes a folder's
+// entries, hence its mtime), so a changed environment is probed again.
+std::string stat_key(const fs::path& p) {
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0) return p.string() + ":-";
+  return fmt::format("{}:{}:{}.{}", p.string(), st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+}
+
+std::string probe_key(const std::string& python, const fs::path& helper) {
+  std::error_code ec;
+  const fs::path exe = fs::weakly_canonical(python, ec);
+  hasher h;
+  h.add("torch-probe/1").add(python).add(stat_key(exe)).add(read_file(helper));
+  for (const char* v : {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "PYTHONPATH", "PYTHONHOME", "LD_LIBRARY_PATH"})
+    h.add(v).add(std::getenv(v) ? std::getenv(v) : "(unset)");
+  for (const char* dev : {"/dev/nvidia0", "/dev/nvidiactl"}) h.add(fs::exists(dev, ec) ? "dev" : "nodev");
+  // Where packages live: a venv beside the interpreter (bin/..), or the interpreter's prefix.
+  for (const fs::path root : {fs::path(python).parent_path().parent_path(), exe.parent_path().parent_path()}) {
+    for (const char* lib : {"lib", "lib64", "local/lib"})
+      for (auto& e : fs::directory_iterator(root / lib, ec))
+        if (e.path().filename().string().rfind("python3", 0) == 0)
+          for (const char* sub : {"site-packages", "dist-packages"}) h.add(stat_key(e.path() / sub));
+    h.add(stat_key(root / "pyvenv.cfg"));
+  }
+  h.add(stat_key("/usr/lib/python3/dist-packages"));
+  return h.hex();
+}
+
+} // namespace
+
 const torch_status& torch_probe() {
   static std::once_flag once;
   static torch_status s;
@@ -249,11 +286,29 @@ const torch_status& torch_probe() {
     }
     nlohmann::json a;
     command_result r;
-    {
+    const fs::path cached = cache_root() / "torch-probe" / (probe_key(s.python, s.helper) + ".json");
+    if (fs::is_regular_file(cached, ec)) {
+      a = nlohmann::json::parse(read_file(cached), nullptr, false);
+      if (a.is_object() && a.contains("torch_version")) {
+        r.exit_code = 0; // answered from the cache
+        s.cached = true;
+      } else {
+        a = nlohmann::json();
+      }
+    }
+    if (!s.cached) {
       const scratch_dir dir("probe");
       const auto ans = dir / "answer.json";
       r = run_command({s.python, s.helper, "probe", "-", ans.string()}, 120);
       if (fs::exists(ans, ec)) a = nlohmann::json::parse(read_file(ans), nullptr, false);
+      // Only an answer that found torch is kept: a missing torch is looked for again next time.
+      if (r.ok() && a.is_object() && a.contains("torch_version")) {
+        try {
+          fs::create_directories(cached.parent_path());
+          write_file_atomic(cached, a.dump());
+        } catch (const std::exception&) { // a read-only cache costs the next run a probe, nothing else
+        }
+      }
     }
     if (!r.ok() || !a.is_object() || !a.contains("torch_version")) {
       s.why = says_no_torch(r.output) ? no_torch_message(s.python)

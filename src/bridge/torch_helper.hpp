@@ -26,6 +26,7 @@ struct torch_status {
   std::string device_name; // GPU 0's name, when cuda
   std::string why;         // when !available: what is missing and how to get it
   nlohmann::json interpreter = nlohmann::json::object(); // libpython, home, sys.path: for Python candidates
+  bool cached = false;     // answered from <cache>/torch-probe (the same interpreter, helper and packages)
 };
 
 /// Looks for torch once per process (about a second: python imports torch).

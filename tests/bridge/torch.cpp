@@ -457,3 +457,25 @@ TEST(torch_bridge, a_held_helper_takes_a_descriptor_and_refuses_to_map_without_c
   EXPECT_EQ(h.call("unmap", nlohmann::json::object(), 60), nlohmann::json::object()) << "still answering";
   EXPECT_TRUE(h.call("probe", {{"light", true}}, 60).contains("torch_version"));
 }
+
+TEST(torch_cli, the_torch_probe_is_kept_in_the_cache_and_a_damaged_entry_is_probed_again) {
+  REQUIRE_TORCH();
+  test::cache_env cache;
+  test::temp_dir d;
+  const auto k = test::kforge_binary().string();
+  auto import = [&](const char* name) {
+    return run_command({k, "import", "kernelbench", data("kb_relu.py").string(), "--out", (d / name).string(),
+                        "--backend", "cpu"},
+                       600);
+  };
+  auto r = import("a");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::vector<std::filesystem::path> kept;
+  for (auto& e : std::filesystem::directory_iterator(cache.dir.path / "torch-probe")) kept.push_back(e.path());
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_NE(read_file(kept[0]).find("torch_version"), std::string::npos);
+  test::write(kept[0], "{not json");
+  r = import("b");
+  ASSERT_EQ(r.exit_code, 0) << r.output; // probed again, and kept again
+  EXPECT_NE(read_file(kept[0]).find("torch_version"), std::string::npos);
+}
