@@ -96,6 +96,11 @@ void CUPTIAPI on_launch(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbi
   g_violation = fmt::format("{} launched on {}{}, not on args->stream{}", cb->functionName ? cb->functionName : "a launch",
                             named ? named : "stream ", named ? "" : fmt::format("{}", static_cast<void*>(s)),
                             main ? "" : " (from a thread other than the call's)");
+  // A default stream is what a bare <<<grid, block>>> gets: say what to write instead.
+  if (named)
+    g_violation += "; a launch without a stream argument goes there: pass args->stream (in a Python candidate, "
+                   "torch.cuda.current_stream(), or at::cuda::getCurrentCUDAStream() in a load_inline source: kforge "
+                   "sets it to args->stream)";
 }
 
 constexpr CUpti_CallbackId watched[] = {
