@@ -98,6 +98,9 @@ if m(cu) and m(py):
         for k in (j.get("kernels") or {}).get("candidate", []):
             print(f"  ModelNew call kernel: {k['name'][:70]} [{k.get('library') or 'custom'}] {k['gpu_s'] * 1e6:.2f} us, {k['launches']} launches")
 PY
+  # Where the host time goes, step by step, outside kforge (the bridge's Python).
+  timeout 300 "${KFORGE_PYTHON:-python3}" bench/python/host_overhead.py tests/gpu/data/softmax_load_inline.py
+  timeout 120 "${KFORGE_PYTHON:-python3}" bench/python/host_overhead.py tests/gpu/data/softmax_triton.py
 fi
 
 if [[ " $parts " == *" examples "* ]]; then
