@@ -134,14 +134,15 @@ bool record_results(const std::vector<eval::timing_samples>& results, const prob
 // (the reference timed in that worker before, and a candidate that slowed or starved it is the
 // likely cause).
 // What each worker's subjects launched, untimed, into ev.kernels (CUDA problems only).
-void list_kernels(worker_session& w, const char* who, recorder& rec) {
+// `cuda`: a CPU problem's worker answers only why it lists nothing, which is not worth recording.
+void list_kernels(worker_session& w, const char* who, recorder& rec, bool cuda) {
   if (!w.send({{"cmd", "kernels"}, {"calls", 3}})) return;
   const auto m = w.wait_for("kernels");
   if (!m) return;
   // A named copy: items() of the temporary value() returns would outlive it in the loop.
   const nlohmann::json subjects = m->value("subjects", nlohmann::json::object());
   for (auto& [name, list] : subjects.items()) rec.ev.kernels[name] = list;
-  if (m->contains("why")) rec.ev.kernels[std::string("why_") + who] = (*m)["why"];
+  if (m->contains("why") && cuda) rec.ev.kernels[std::string("why_") + who] = (*m)["why"];
 }
 
 // `asked`: the finish command went earlier (so that its end overlapped the candidate's).
@@ -201,9 +202,10 @@ std::map<output_key, eval::host_tensor> time_subjects(const worker_context& ctx,
   for (auto& s : trusted) samplers.push_back(remote(*ref, s["name"]));
   const auto [complete, results] = sample_both(cand, ref ? &*ref : nullptr, samplers, p, budget_s);
   const bool failed = record_results(results, p, rec) || !complete;
-  if (complete && !failed && p.backend == problem::backend_kind::cuda) {
-    list_kernels(cand, "candidate", rec);
-    if (ref) list_kernels(*ref, "reference", rec);
+  // On the CPU too, though it lists nothing there: the exchange is then tested without a GPU.
+  if (complete && !failed) {
+    list_kernels(cand, "candidate", rec, p.backend == problem::backend_kind::cuda);
+    if (ref) list_kernels(*ref, "reference", rec, p.backend == problem::backend_kind::cuda);
   }
   if (complete) cand.send({{"cmd", "finish"}, {"rechecks", !failed}});
   const auto c_end = cand.finish();
@@ -373,8 +375,8 @@ void device_timing::run(const nlohmann::json& rechecks, recorder& rec) {
     if (!timed_checks[i].empty()) rec.check(timed_verdict(i, rechecks[i], timed_checks[i]));
   if (complete && !failed) {
     const auto t_kernels = timeline::clock::now();
-    list_kernels(cand, "candidate", rec);
-    if (S.ref) list_kernels(*S.ref, "reference", rec);
+    list_kernels(cand, "candidate", rec, true);
+    if (S.ref) list_kernels(*S.ref, "reference", rec, true);
     rec.steps.add("timing: kernels traced", t_kernels);
   }
   // Both workers are told to finish before either is waited for: their ends overlap.
