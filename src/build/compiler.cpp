@@ -339,6 +339,21 @@ artifact compile_nvrtc(const request& rq) {
   return a;
 }
 
+bool defines_model_new(std::string_view source) {
+  constexpr std::string_view head = "class ModelNew";
+  for (std::size_t at = source.find(head); at != std::string_view::npos; at = source.find(head, at + 1)) {
+    const std::size_t next = at + head.size();
+    if ((at == 0 || source[at - 1] == '\n') && next < source.size() &&
+        (source[next] == '(' || source[next] == ':' || source[next] == ' '))
+      return true;
+  }
+  return false;
+}
+
+bool is_python_source(std::string_view source) {
+  return defines_model_new(source) && source.find("kf_forward") == std::string_view::npos;
+}
+
 std::string toolchain_for(const std::filesystem::path& source, problem_backend b) {
   if (source.extension() == ".py") return "python";
   if (b == problem_backend::cpu) return "host";
@@ -355,6 +370,7 @@ std::filesystem::path write_source(const std::string& source, const std::filesys
 
 artifact compile(const request& given, problem_backend b) {
   request rq = given;
+  const bool python = given.source.extension() == ".py";
   // A source that declares tunable parameters is built at their declared defaults: the
   // instance (#defines in place of the directives) is written content-addressed beside
   // the cache, and the original folder stays on the include path.
@@ -365,7 +381,7 @@ artifact compile(const request& given, problem_backend b) {
       instance = instantiate(text, space, defaults(space));
     } catch (const kforge::error& e) {
       artifact a;
-      a.toolchain = given.source.extension() == ".py" ? "python" : b == problem_backend::cpu ? "host" : "nvcc";
+      a.toolchain = python ? "python" : b == problem_backend::cpu ? "host" : "nvcc";
       a.diagnostics = e.what();
       a.command = "(tunable parameters of " + given.source.string() + ")";
       return a;
@@ -373,7 +389,7 @@ artifact compile(const request& given, problem_backend b) {
     rq.source = write_source(instance, given.source);
     rq.include_dirs.push_back(std::filesystem::absolute(given.source).parent_path());
   }
-  if (given.source.extension() == ".py") return compile_python(rq, b);
+  if (python) return compile_python(rq, b);
   const auto tc = toolchain_for(rq.source, b);
   return tc == "nvrtc" ? compile_nvrtc(rq) : tc == "nvcc" ? compile_nvcc(rq) : compile_host(rq);
 }

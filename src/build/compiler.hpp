@@ -21,6 +21,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kforge::build {
@@ -76,6 +77,12 @@ std::filesystem::path write_source(const std::string& source, const std::filesys
 /// What a worker running the Python candidate `library` may read: the file, its build record,
 /// the interpreter and its sys.path, the JIT folder.
 [[nodiscard]] std::vector<std::filesystem::path> python_read_paths(const std::filesystem::path& library);
+/// Whether `source` defines `class ModelNew` (KernelBench's solution contract): the words at the
+/// start of a line, followed by '(', ':' or a space.
+[[nodiscard]] bool defines_model_new(std::string_view source);
+/// Whether a source kept without its file name (the database, an LLM's answer) is a Python
+/// candidate: it defines ModelNew and has no kf_forward, a C++ candidate's entry point.
+[[nodiscard]] bool is_python_source(std::string_view source);
 /// @return the toolchain compile() uses for this source on backend b: "host", "nvcc" or "nvrtc".
 [[nodiscard]] std::string toolchain_for(const std::filesystem::path& source, problem_backend b);
 /// The launch plan of an nvrtc artifact's cubin: <library>.launch.json.

@@ -3,6 +3,7 @@
 // with --torch, also a PyTorch extension around it (report/torch_export.hpp).
 #include "cli/commands.hpp"
 #include "cli/format.hpp"
+#include "build/compiler.hpp"
 #include "build/launch_plan.hpp"
 #include "core/error.hpp"
 #include "problem/problem.hpp"
@@ -57,9 +58,7 @@ command_fn add_export_command(CLI::App& app, global_options& g) {
                      run->problem_path, prob->name, *run_id, run->problem);
       // Refused before anything is written (write_torch_extension checks it again).
       if (run->best_candidate_id && prob->backend == problem::backend_kind::cuda)
-        if (auto cand = db.get_candidate(*run->best_candidate_id);
-            cand && cand->source.find("class ModelNew") != std::string::npos &&
-            cand->source.find("kf_forward") == std::string::npos)
+        if (auto cand = db.get_candidate(*run->best_candidate_id); cand && build::is_python_source(cand->source))
           KFORGE_THROW(usage,
                        "export {} --torch: the best candidate (#{}) is already a PyTorch module (class ModelNew): "
                        "export it without --torch and import it as it is",

@@ -3,6 +3,7 @@
 // inlining. Everything returns values; the one try/catch at the top turns a bug into ok=false.
 #include "propose/extract.hpp"
 
+#include "build/compiler.hpp"
 #include "build/launch_plan.hpp"
 #include "core/text.hpp"
 
@@ -465,14 +466,6 @@ bool starts_like_code(std::string_view text) {
   return first.back() == ';' || first.back() == '{';
 }
 
-// `class ModelNew` at the start of a line (KernelBench's solution contract).
-bool defines_model_new(std::string_view s) {
-  for (const auto& line : split_lines(s))
-    if (line.rfind("class ModelNew", 0) == 0 && line.size() > 14 && (line[14] == '(' || line[14] == ':' || line[14] == ' '))
-      return true;
-  return false;
-}
-
 const char* const python_needs =
     "a Python candidate is one file that defines class ModelNew(torch.nn.Module), constructed like the problem's "
     "Model, whose forward(*inputs) returns the output tensor (or a tuple of them)";
@@ -751,7 +744,6 @@ extracted extract(std::string_view answer_in, std::string_view parent_in, const 
   // What makes a block the candidate: kf_forward or launch lines in C, class ModelNew in Python.
   const char* const needs = python ? python_needs : abi_needs;
   const char* const main_kind = python ? "python" : "c";
-  auto is_candidate = [&](std::string_view body) { return python ? defines_model_new(body) : is_main(body); };
   bool crlf = false, parent_crlf = false;
   std::string answer = normalize(answer_in, crlf);
   const std::string parent = normalize(parent_in, parent_crlf);
@@ -779,7 +771,7 @@ extracted extract(std::string_view answer_in, std::string_view parent_in, const 
 
   // No fence at all: a bare source ("answer with the code only") is taken whole.
   if (blocks.empty()) {
-    if (python ? !defines_model_new(answer) : (sniff(answer) != "c" || !starts_like_code(answer)))
+    if (python ? !build::defines_model_new(answer) : (sniff(answer) != "c" || !starts_like_code(answer)))
       return failure(x, fmt::format("the answer has no code: expected the {} candidate in a fenced block (```{} ... ```) "
                                     "or SEARCH/REPLACE edits",
                                     lang, opt.language.empty() ? "cuda" : opt.language));
@@ -794,9 +786,9 @@ extracted extract(std::string_view answer_in, std::string_view parent_in, const 
 
   std::vector<const code_block*> mains, c_blocks, edit_blocks, others;
   for (const auto& b : blocks) {
-    if (python && (b.kind == "python" || b.kind == "c" || b.kind == "text") && defines_model_new(b.body))
+    if (python && (b.kind == "python" || b.kind == "c" || b.kind == "text") && build::defines_model_new(b.body))
       mains.push_back(&b); // an untagged load_inline file may read as C: its CUDA strings
-    else if (b.kind == main_kind) (is_candidate(b.body) ? mains : c_blocks).push_back(&b);
+    else if (b.kind == main_kind) (!python && is_main(b.body) ? mains : c_blocks).push_back(&b); // Python: helpers
     else if (b.kind == "edits" || b.kind == "diff") edit_blocks.push_back(&b);
     else others.push_back(&b);
   }
@@ -868,7 +860,7 @@ extracted extract(std::string_view answer_in, std::string_view parent_in, const 
     for (const auto& b : blocks)
       if (!used.count(b.index))
         x.notes.push_back(fmt::format("ignored block {} ({}{})", b.index, b.kind, b.file.empty() ? "" : " \"" + b.file + "\""));
-    if (!defines_model_new(x.source))
+    if (!build::defines_model_new(x.source))
       return failure(x, x.mode == "edits" ? fmt::format("after the edits, the source has no entry point: {}", needs)
                                           : fmt::format("the source has no entry point: {}", needs));
     if (!x.source.empty() && x.source.back() != '\n') x.source += '\n';

@@ -588,9 +588,7 @@ export_result export_best(const store::store& db, int64_t run_id, const std::fil
   else if (!toolchain.empty()) r.cuda = toolchain != "host";
   else r.cuda = !launches.empty() || cand->source.find("__global__") != std::string::npos;
   r.kernel_only = r.cuda && !launches.empty();
-  r.python = toolchain == "python" ||
-             (toolchain.empty() && cand->source.find("class ModelNew") != std::string::npos &&
-              cand->source.find("kf_forward") == std::string::npos);
+  r.python = toolchain == "python" || (toolchain.empty() && build::is_python_source(cand->source));
   if (r.python) r.kernel_only = false;
 
   json params = json::object();

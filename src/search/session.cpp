@@ -93,18 +93,9 @@ void session::emit(nlohmann::json event) const {
   m_events(event);
 }
 
-namespace {
-// A ModelNew file (a Python seed, or an answer in a Python dialect) is built as Python.
-bool is_python_candidate(const std::string& source) {
-  if (source.find("kf_forward") != std::string::npos) return false;
-  for (std::size_t at = source.find("class ModelNew"); at != std::string::npos; at = source.find("class ModelNew", at + 1))
-    if (at == 0 || source[at - 1] == '\n') return true;
-  return false;
-}
-} // namespace
-
 std::filesystem::path session::source_path(const std::string& source) const {
-  if (is_python_candidate(source)) return build::write_source(source, "x.py");
+  // A ModelNew file (a Python seed, or an answer in a Python dialect) is built as Python.
+  if (build::is_python_source(source)) return build::write_source(source, "x.py");
   return build::write_source(source, m_problem.backend == problem::backend_kind::cuda ? "x.cu" : "x.cpp");
 }
 
