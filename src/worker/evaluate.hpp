@@ -99,7 +99,7 @@ struct evaluation {
   /// or {"path": "host", "why": ...}.
   nlohmann::json engine = nlohmann::json::object();
   /// What ran (CUDA, after timing; worker/kernel_trace.hpp), by subject ("candidate",
-  /// "reference"): [{name, launches, gpu_s, library}] per call, or {"why": not traced}.
+  /// "reference"): [{name, launches, gpu_s, library}] per call; "why_<subject>" when not traced.
   nlohmann::json kernels = nlohmann::json::object();
   [[nodiscard]] bool passed() const { return status == "passed"; }
   [[nodiscard]] const eval::timing_summary* timing(const std::string& subject) const;

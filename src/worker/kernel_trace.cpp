@@ -1,6 +1,8 @@
 #include "worker/kernel_trace.hpp"
+#include "worker/cupti.hpp"
 
-#include <cxxabi.h>
+#include "profile/sass.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -17,15 +19,6 @@
 namespace kforge::worker {
 
 namespace {
-
-std::string demangle(const char* name) {
-  if (!name) return "?";
-  int status = 0;
-  char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-  std::string out = status == 0 && d ? d : name;
-  std::free(d);
-  return out;
-}
 
 bool has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
@@ -97,7 +90,7 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
     if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && rec->kind != CUPTI_ACTIVITY_KIND_KERNEL) continue;
     // The fields read here sit at the same place in every CUpti_ActivityKernelN.
     const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
-    g_records.push_back({demangle(k->name), k->end > k->start ? (k->end - k->start) * 1e-9 : 0.0});
+    g_records.push_back({k->name ? profile::demangle(k->name) : "?", k->end > k->start ? (k->end - k->start) * 1e-9 : 0.0});
   }
   std::free(buffer);
 }
@@ -106,14 +99,8 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
 
 std::unique_ptr<kernel_trace> kernel_trace::start(std::string* why_not) {
   if (!g_registered) {
-    void* lib = nullptr;
-    for (const char* name : {"libcupti.so.13", "libcupti.so", "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so",
-                             "/usr/local/cuda/lib64/libcupti.so"})
-      if ((lib = ::dlopen(name, RTLD_NOW | RTLD_LOCAL))) break;
-    if (!lib) {
-      *why_not = fmt::format("libcupti could not be loaded ({})", ::dlerror());
-      return nullptr;
-    }
+    void* lib = load_cupti(why_not);
+    if (!lib) return nullptr;
     auto get = [&](auto& fn, const char* name) {
       fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(lib, name));
       return fn != nullptr;

@@ -1,4 +1,5 @@
 #include "worker/launch_guard.hpp"
+#include "worker/cupti.hpp"
 
 #include <fmt/format.h>
 
@@ -112,14 +113,8 @@ constexpr CUpti_CallbackId watched[] = {
 } // namespace
 
 std::unique_ptr<launch_guard> launch_guard::start(void* call_stream, std::string* why_not) {
-  void* lib = nullptr;
-  for (const char* name : {"libcupti.so.13", "libcupti.so", "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so",
-                           "/usr/local/cuda/lib64/libcupti.so"})
-    if ((lib = ::dlopen(name, RTLD_NOW | RTLD_LOCAL))) break;
-  if (!lib) {
-    *why_not = fmt::format("libcupti could not be loaded ({})", ::dlerror());
-    return nullptr;
-  }
+  void* lib = load_cupti(why_not);
+  if (!lib) return nullptr;
   g_api.subscribe = reinterpret_cast<decltype(g_api.subscribe)>(::dlsym(lib, "cuptiSubscribe"));
   g_api.enable = reinterpret_cast<decltype(g_api.enable)>(::dlsym(lib, "cuptiEnableCallback"));
   g_api.unsubscribe = reinterpret_cast<decltype(g_api.unsubscribe)>(::dlsym(lib, "cuptiUnsubscribe"));
