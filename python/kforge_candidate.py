@@ -246,15 +246,16 @@ class Host:
     def _snapshot(self, address):
         # The kf_args bytes and its tensor descriptors: a set whose pointers or shapes changed
         # is prepared again, one that did not is served from the entry (the hot path).
-        head = ctypes.string_at(address, _ARGS_SIZE)
         a = KfArgs.from_address(address)
-        return head + ctypes.string_at(ctypes.addressof(a.inputs.contents), a.num_inputs * _TENSOR_SIZE) + \
-            ctypes.string_at(ctypes.addressof(a.outputs.contents), a.num_outputs * _TENSOR_SIZE) \
-            if a.num_inputs and a.num_outputs else head
+        parts = [ctypes.string_at(address, _ARGS_SIZE)]
+        for table, n in ((a.inputs, a.num_inputs), (a.outputs, a.num_outputs)):
+            if n:  # a problem without inputs still has its outputs' descriptors compared
+                parts.append(ctypes.string_at(ctypes.addressof(table.contents), n * _TENSOR_SIZE))
+        return b"".join(parts)
 
     def forward(self, address):
         """kf_forward's body: 0, or 1 with last_error set. Kept short: every line here is the
-        Python call overhead a timed call pays (bench/python_overhead.sh measures it)."""
+        Python call overhead a timed call pays (bench/python_candidates.sh overhead measures it)."""
         try:
             snapshot = self._snapshot(address)
             entry = self.entries.get(address)

@@ -284,25 +284,19 @@ const torch_status& torch_probe() {
       s.why = fmt::format("the bridge's Python helper is missing ({}; set KFORGE_TORCH_HELPER)", s.helper);
       return;
     }
+    const auto found_torch = [](const nlohmann::json& j) { return j.is_object() && j.contains("torch_version"); };
     nlohmann::json a;
     command_result r;
     const fs::path cached = cache_root() / "torch-probe" / (probe_key(s.python, s.helper) + ".json");
-    if (fs::is_regular_file(cached, ec)) {
-      a = nlohmann::json::parse(read_file(cached), nullptr, false);
-      if (a.is_object() && a.contains("torch_version")) {
-        r.exit_code = 0; // answered from the cache
-        s.cached = true;
-      } else {
-        a = nlohmann::json();
-      }
-    }
+    if (fs::is_regular_file(cached, ec)) a = nlohmann::json::parse(read_file(cached), nullptr, false);
+    s.cached = found_torch(a);
     if (!s.cached) {
       const scratch_dir dir("probe");
       const auto ans = dir / "answer.json";
       r = run_command({s.python, s.helper, "probe", "-", ans.string()}, 120);
-      if (fs::exists(ans, ec)) a = nlohmann::json::parse(read_file(ans), nullptr, false);
+      a = fs::exists(ans, ec) ? nlohmann::json::parse(read_file(ans), nullptr, false) : nlohmann::json();
       // Only an answer that found torch is kept: a missing torch is looked for again next time.
-      if (r.ok() && a.is_object() && a.contains("torch_version")) {
+      if (r.ok() && found_torch(a)) {
         try {
           fs::create_directories(cached.parent_path());
           write_file_atomic(cached, a.dump());
@@ -310,7 +304,7 @@ const torch_status& torch_probe() {
         }
       }
     }
-    if (!r.ok() || !a.is_object() || !a.contains("torch_version")) {
+    if (!s.cached && (!r.ok() || !found_torch(a))) {
       s.why = says_no_torch(r.output) ? no_torch_message(s.python)
                                       : fmt::format("{} {} probe failed: {}", s.python, s.helper, r.output.substr(0, 600));
       return;

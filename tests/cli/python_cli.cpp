@@ -5,6 +5,7 @@
 #include "bridge/torch_helper.hpp"
 #include "core/fs.hpp"
 #include "core/subprocess.hpp"
+#include "require_python.hpp"
 #include "test_util.hpp"
 
 #include <gtest/gtest.h>
@@ -15,13 +16,6 @@
 using namespace kforge;
 
 namespace {
-
-#define REQUIRE_PYTHON_CANDIDATES()                                                                      \
-  do {                                                                                                   \
-    const auto& t = bridge::torch_probe();                                                               \
-    if (!t.available) GTEST_SKIP() << "Python candidates need the bridge's torch: " << t.why;            \
-    if (t.interpreter.value("libpython", "").empty()) GTEST_SKIP() << t.interpreter.value("why_no_libpython", ""); \
-  } while (0)
 
 nlohmann::json json_of(const command_result& r) {
   const auto at = r.output.find('{');

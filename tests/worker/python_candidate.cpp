@@ -5,6 +5,7 @@
 #include "bridge/kernelbench.hpp"
 #include "bridge/torch_helper.hpp"
 #include "core/fs.hpp"
+#include "require_python.hpp"
 #include "test_util.hpp"
 #include "worker/evaluate.hpp"
 
@@ -13,13 +14,6 @@
 using namespace kforge;
 
 namespace {
-
-#define REQUIRE_PYTHON_CANDIDATES()                                                                      \
-  do {                                                                                                   \
-    const auto& t = bridge::torch_probe();                                                               \
-    if (!t.available) GTEST_SKIP() << "Python candidates need the bridge's torch: " << t.why;            \
-    if (t.interpreter.value("libpython", "").empty()) GTEST_SKIP() << t.interpreter.value("why_no_libpython", ""); \
-  } while (0)
 
 class python_candidate : public ::testing::Test {
 protected:
