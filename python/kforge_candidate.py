@@ -20,7 +20,8 @@ SPEC (src/worker/python_candidate.cpp writes it): the bridge's torch request
 dtype) plus "device" ("cpu" or "cuda:N") and "jit_dir".
 
 How outputs are returned: ModelNew returns new tensors; they are copied into kforge's
-(poisoned) output buffers on the call's stream, inside the timed call. Inputs and params are
+(poisoned) output buffers on the call's stream: by the worker after the timer stopped when the
+copy is a plain one (same dtype, contiguous), here inside the timed call when it converts. Inputs and params are
 views of kforge's buffers (no copy): a ModelNew that writes to them fails inputs_unchanged.
 """
 import ctypes
@@ -197,6 +198,8 @@ class Host:
         self.bound = None      # the entry whose param inputs the module's parameters view now
         self.entries = {}      # kf_args address -> _prepare's answer
         self.streams = {}
+        self.tables = {}       # the worker's placements array, as ctypes
+        self.pending = None    # what the last call returned, alive until the worker copied it
         self.last_error = ""
 
     def _view(self, kt):
@@ -230,6 +233,7 @@ class Host:
                           else torch.cuda.default_stream(self.device))
                 self.streams[a.stream] = stream
         return {"snapshot": snapshot, "ins": ins, "outs": outs, "stream": stream,
+                "plain": [o.is_contiguous() for o in outs],  # a byte copy lands where its elements belong
                 "args": [None if i in self.scalars else ins[i] for i in self.forward_slots]}
 
     def _bind(self, entry):
@@ -253,9 +257,13 @@ class Host:
                 parts.append(ctypes.string_at(ctypes.addressof(table.contents), n * _TENSOR_SIZE))
         return b"".join(parts)
 
-    def forward(self, address):
+    def forward(self, address, placements=0):
         """kf_forward's body: 0, or 1 with last_error set. Kept short: every line here is the
-        Python call overhead a timed call pays (bench/python_candidates.sh overhead measures it)."""
+        Python call overhead a timed call pays (bench/python_candidates.sh overhead measures it).
+        A returned tensor that is a plain copy (dtype, contiguous, element count) is listed at
+        `placements` ([count, (dst, src, bytes)...], the worker's array) for the worker to copy
+        after the timer stopped (src/worker/python_library.cpp); any other is converted into
+        kforge's output here, inside the call. The returned tensors stay alive until the next call."""
         try:
             snapshot = self._snapshot(address)
             entry = self.entries.get(address)
@@ -269,6 +277,7 @@ class Host:
             torch._C._set_grad_enabled(False)
             if entry["stream"] is not None:  # reset every call: the candidate may have changed it
                 torch.cuda.set_stream(entry["stream"])
+            self.pending = None
             ys = self.model(*args)
             if isinstance(ys, torch.Tensor):
                 ys = (ys,)
@@ -277,20 +286,36 @@ class Host:
             outs = entry["outs"]
             if len(ys) != len(outs):
                 raise RuntimeError(f"ModelNew.forward returned {len(ys)} tensors; the problem has {len(outs)} outputs")
+            table = self._placements(placements, len(outs)) if placements else None
+            listed = 0
             for k, (y, dst) in enumerate(zip(ys, outs)):
-                if y.shape != dst.shape:
-                    if y.numel() != dst.numel():
-                        raise RuntimeError(f"output {k}: ModelNew returned shape {list(y.shape)}; the problem's is "
-                                           f"{list(dst.shape)}")
-                    y = y.reshape(dst.shape)
+                if y.numel() != dst.numel():
+                    raise RuntimeError(f"output {k}: ModelNew returned shape {list(y.shape)}; the problem's is "
+                                       f"{list(dst.shape)}")
                 if y.device != dst.device:
                     raise RuntimeError(f"output {k}: ModelNew returned a tensor on {y.device}; kforge's outputs "
                                        f"are on {dst.device}")
-                dst.copy_(y)  # on the call's stream: inside the timed interval
+                if table is not None and y.dtype == dst.dtype and entry["plain"][k] and y.is_contiguous():
+                    if y.numel():
+                        table[1 + 3 * listed] = dst.data_ptr()
+                        table[2 + 3 * listed] = y.data_ptr()
+                        table[3 + 3 * listed] = y.numel() * y.element_size()
+                        listed += 1
+                else:  # converted (dtype, layout) on the call's stream: inside the timed interval
+                    dst.copy_(y.reshape(dst.shape) if y.shape != dst.shape else y)
+            if table is not None:
+                table[0] = listed
+            self.pending = ys
             return 0
         except Exception as e:  # noqa: BLE001 -- a failing candidate is data, said in last_error
             self.last_error = f"{type(e).__name__}: {e}\n" + traceback.format_exc(limit=8)[-4000:]
             return 1
+
+    def _placements(self, address, n):
+        table = self.tables.get(address)
+        if table is None or len(table) != 1 + 3 * n:
+            table = self.tables[address] = (ctypes.c_uint64 * (1 + 3 * n)).from_address(address)
+        return table
 
 
 def safe_load(candidate, spec_json):

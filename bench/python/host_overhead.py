@@ -46,7 +46,7 @@ def main(argv):
         "dst.copy_(y)": lambda: dst.copy_(y),
         "model(x)": lambda: model(x),
         "model.forward(x) (no Module.__call__)": lambda: model.forward(x),
-        "model(x) + copy_ (Host.forward's core)": lambda: dst.copy_(model(x)),
+        "model(x) + copy_ (a converted result: the copy in the call)": lambda: dst.copy_(model(x)),
     }
     print(f"{path}, x {rows}x{cols}, per call over 2000 calls: host time (loop without sync), and wall "
           f"(until the GPU finished)")

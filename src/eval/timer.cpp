@@ -11,6 +11,7 @@ sample take_sample(device::backend& dev, const timing_subject& s, int rotation, 
   if (flush) dev.flush_caches(s.touched ? s.touched(rotation) : std::vector<device::memory_region>{});
   sample out;
   out.seconds = dev.time_call([&] { return s.call(rotation); }, &out.rc);
+  if (s.place) out.rc = s.place(out.rc);
   if (s.finish && out.rc == 0) s.finish(rotation);
   return out;
 }

@@ -39,6 +39,9 @@ struct timing_subject {
   int rotations = 1;
   /// Runs after the timed call is complete, untimed (optional): e.g. reads its outputs.
   std::function<void(int rotation)> finish;
+  /// Runs right after the timer stopped, before finish (optional): puts the outputs a call left
+  /// in its own memory into the set (worker::kernel_library::place); returns the call's rc.
+  std::function<int(int rc)> place;
 };
 
 /// One timed call.

@@ -105,9 +105,10 @@ std::variant<kernel_library, std::string> load_cubin(const std::string& path, co
 
 } // namespace
 
-std::variant<kernel_library, std::string> load_kernel(const std::string& path, const problem::problem& p) {
+std::variant<kernel_library, std::string> load_kernel(const std::string& path, const problem::problem& p,
+                                                     device::backend& dev) {
   if (path.size() > 6 && path.ends_with(".cubin")) return load_cubin(path, p);
-  if (path.ends_with(".py")) return load_python(path, p);
+  if (path.ends_with(".py")) return load_python(path, p, dev);
   return load_shared_object(path);
 }
 

@@ -47,6 +47,7 @@ std::thread::id g_main;               // the thread that makes the calls
 std::atomic<bool> g_in_call{false};   // it is inside kf_forward
 std::mutex g_mutex;
 std::string g_violation;              // the first since the last take
+std::string g_violation_check;        // its check name
 
 struct cupti_api {
   decltype(&cuptiSubscribe) subscribe = nullptr;
@@ -90,10 +91,22 @@ void CUPTIAPI on_launch(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbi
   default: return;
   }
   // The per-thread default stream of the calling thread is args->stream only if args->stream is it.
-  if (s == g_stream.load()) return;
+  // On args->stream, a launch is the call's while a call runs; another thread's launch between
+  // calls is work that outlives the call, after the timer stopped (or before it started).
+  const bool between_calls = !main && !g_in_call.load();
+  if (s == g_stream.load() && !between_calls) return;
   std::lock_guard lock(g_mutex);
   if (!g_violation.empty()) return;
+  if (s == g_stream.load()) {
+    g_violation_check = "deferred_work";
+    g_violation = fmt::format("{} launched on args->stream from a thread other than the call's while no call was "
+                              "running: work that outlives kf_forward is outside the timed interval; finish it "
+                              "(join the thread) before returning",
+                              cb->functionName ? cb->functionName : "a launch");
+    return;
+  }
   const char* named = stream_name(s);
+  g_violation_check = "side_stream";
   g_violation = fmt::format("{} launched on {}{}, not on args->stream{}", cb->functionName ? cb->functionName : "a launch",
                             named ? named : "stream ", named ? "" : fmt::format("{}", static_cast<void*>(s)),
                             main ? "" : " (from a thread other than the call's)");
@@ -148,10 +161,10 @@ launch_guard::~launch_guard() {
 }
 void launch_guard::begin_call() { g_in_call = true; }
 void launch_guard::end_call() { g_in_call = false; }
-std::optional<std::string> launch_guard::take_violation() {
+std::optional<launch_guard::violation> launch_guard::take_violation() {
   std::lock_guard lock(g_mutex);
   if (g_violation.empty()) return std::nullopt;
-  return std::exchange(g_violation, std::string());
+  return violation{g_violation_check, std::exchange(g_violation, std::string())};
 }
 
 #else
@@ -163,7 +176,7 @@ std::unique_ptr<launch_guard> launch_guard::start(void*, std::string* why_not) {
 launch_guard::~launch_guard() = default;
 void launch_guard::begin_call() {}
 void launch_guard::end_call() {}
-std::optional<std::string> launch_guard::take_violation() { return std::nullopt; }
+std::optional<launch_guard::violation> launch_guard::take_violation() { return std::nullopt; }
 
 #endif
 

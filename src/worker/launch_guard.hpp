@@ -3,14 +3,15 @@
 // callbacks on the driver's launch calls (cuLaunchKernel and its Ex, cooperative and
 // per-thread forms, cuGraphLaunch) see every kernel this process starts, however quickly it
 // finishes. A launch on any stream but the call's (args->stream), made by the thread in
-// kf_forward while it runs or by any other thread at any time, is recorded; kforge's own
-// launches from that thread outside the call are not. In the candidate's process, so it
+// kf_forward while it runs or by any other thread at any time, is recorded, and so is a launch
+// on args->stream by another thread while no call runs (work that outlives the call, untimed);
+// kforge's own launches from the calling thread outside the call are not. In the candidate's process, so it
 // binds an honest kernel and a careless cheat, not one that unsubscribes CUPTI itself.
 // libcupti is loaded at run time: where it is missing, or another subscriber holds it (under
 // compute-sanitizer or ncu), start() says why and nothing is watched.
 //   std::string why;  auto g = launch_guard::start(dev.stream(), &why);
 //   g->begin_call();  kf_forward(&args);  g->end_call();
-//   if (auto v = g->take_violation()) report(*v);
+//   if (auto v = g->take_violation()) report(v->check, v->message);
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,8 +29,12 @@ public:
   /// The calling thread is in kf_forward from begin to end: its launches are the candidate's.
   void begin_call();
   void end_call();
-  /// The first launch on another stream since the last take, as one line; nothing if none.
-  [[nodiscard]] std::optional<std::string> take_violation();
+  struct violation {
+    std::string check;   // "side_stream" (another stream), "deferred_work" (args->stream, between calls)
+    std::string message; // one line
+  };
+  /// The first such launch since the last take; nothing if none.
+  [[nodiscard]] std::optional<violation> take_violation();
 
 private:
   launch_guard() = default;

@@ -8,10 +8,14 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 namespace kforge::worker {
 namespace fs = std::filesystem;
@@ -89,14 +93,37 @@ struct embedded {
   // its thread-locals (torch's grad mode, the current stream) persist.
   std::thread::id home;
   void* home_state = nullptr;
+  // A call's outputs that ModelNew returned in its own memory, as Host.forward lists them:
+  // [count, (dst, src, bytes) * count], copied into kforge's outputs by place().
+  std::vector<std::uint64_t> placements;
+  std::function<void(void*, const void*, std::size_t)> copy;
+  // unplaced() returns with the interpreter's lock held; place() lets it go. held says how it
+  // was taken, so a call after an unplaced one whose place() never came (the timer threw) works.
+  bool held = false, held_at_home = false;
+  int held_gil = 0;
 
-  int call(const kf_args* a) {
-    const bool at_home = std::this_thread::get_id() == home && home_state;
-    int g = 0;
-    if (at_home) py.restore_thread(home_state);
-    else g = py.gil_ensure();
+  void lock() {
+    if (held) return;
+    held_at_home = std::this_thread::get_id() == home && home_state;
+    if (held_at_home) py.restore_thread(home_state);
+    else held_gil = py.gil_ensure();
+    held = true;
+  }
+  void unlock() {
+    if (!held) return;
+    if (held_at_home) home_state = py.save_thread();
+    else py.gil_release(held_gil);
+    held = false;
+  }
+
+  // Host.forward: ModelNew's call, its outputs listed in placements (or converted into
+  // kforge's outputs by Python when they are not a plain copy). Returns with the lock held.
+  int unplaced(const kf_args* a) {
+    lock();
+    placements.assign(1 + 3 * static_cast<std::size_t>(a->num_outputs), 0);
     int rc = 1;
-    object r = py.call(forward, "K", static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(a)));
+    object r = py.call(forward, "KK", static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(a)),
+                       static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(placements.data())));
     if (!r) {
       last_error = "the Python candidate's host failed: " + py.error_text();
     } else {
@@ -112,8 +139,24 @@ struct embedded {
         }
       }
     }
-    if (at_home) home_state = py.save_thread();
-    else py.gil_release(g);
+    if (rc != 0) placements.assign(1, 0);
+    return rc;
+  }
+
+  // The copies, then the lock goes: no Python thread of the candidate's can run between the
+  // call's end and the copy's enqueue (Host.forward keeps the returned tensors alive).
+  int place(int rc) {
+    struct release {
+      embedded* e;
+      ~release() { e->unlock(); }
+    } scope{this};
+    if (rc != 0 || placements.empty()) return rc;
+    const auto n = std::min<std::uint64_t>(placements[0], (placements.size() - 1) / 3);
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const auto* t = &placements[1 + 3 * i];
+      copy(reinterpret_cast<void*>(t[0]), reinterpret_cast<const void*>(t[1]), static_cast<std::size_t>(t[2]));
+    }
+    placements.assign(1, 0);
     return rc;
   }
 };
@@ -138,7 +181,8 @@ nlohmann::json python_candidate_spec(const problem::problem& p, const std::strin
   return spec;
 }
 
-std::variant<kernel_library, std::string> load_python(const std::string& path, const problem::problem& p) {
+std::variant<kernel_library, std::string> load_python(const std::string& path, const problem::problem& p,
+                                                      device::backend& dev) {
   static std::mutex once;
   static bool loaded = false;
   std::lock_guard lock(once);
@@ -162,6 +206,7 @@ std::variant<kernel_library, std::string> load_python(const std::string& path, c
   void* lib = ::dlopen(libpython.c_str(), RTLD_NOW | RTLD_GLOBAL);
   if (!lib) return fmt::format("cannot load {}: {}", libpython, ::dlerror());
   auto e = std::make_shared<embedded>();
+  e->copy = [&dev](void* dst, const void* src, std::size_t bytes) { dev.copy(dst, src, bytes); };
   if (auto missing = e->py.resolve(lib); !missing.empty())
     return fmt::format("{} lacks {} (not a CPython 3 library?)", libpython, missing);
   loaded = true;
@@ -190,7 +235,9 @@ std::variant<kernel_library, std::string> load_python(const std::string& path, c
   e->home_state = e->py.save_thread(); // the GIL is taken per call, from whichever thread calls
   if (!e->forward) return why.empty() ? std::string("the Python candidate could not be loaded") : why;
   kernel_library k;
-  k.forward = [e](const kf_args* a) { return e->call(a); };
+  k.unplaced = [e](const kf_args* a) { return e->unplaced(a); };
+  k.place = [e](int rc) { return e->place(rc); };
+  k.forward = [e](const kf_args* a) { return e->place(e->unplaced(a)); };
   k.last_error = [e] { return e->last_error; };
   k.keep_alive = e; // never finalized: the candidate may have left threads behind
   return k;

@@ -2,11 +2,12 @@
 // A Python candidate (KernelBench's ModelNew, docs/candidates.md) as a kernel_library: the
 // worker embeds the interpreter its build recorded (libpython, dlopen'd: no Python headers or
 // link-time dependency) and calls python/kforge_candidate.py's Host.forward(&args) from
-// kf_forward. Everything around the call (the timer, the judge, the guards, the launch watch,
+// kf_forward, and copies the tensors it returned into kforge's outputs (kernel_library::place).
+// Everything around the call (the timer, the judge, the guards, the launch watch,
 // confinement) is the worker's C++, which the candidate's Python cannot reach except as any
 // candidate can: by corrupting its own process, which the judge and the timer's cross-checks
 // already assume.
-//   auto k = worker::load_python(".../candidate.py", problem);  // variant: kernel_library or reason
+//   auto k = worker::load_python(".../candidate.py", problem, dev);  // variant: kernel_library or reason
 #include "problem/problem.hpp"
 #include "worker/kernel_library.hpp"
 
@@ -26,7 +27,10 @@ namespace kforge::worker {
 [[nodiscard]] nlohmann::json python_candidate_spec(const problem::problem& p, const std::string& device,
                                                    const std::filesystem::path& jit_dir);
 
+/// @param dev where its calls run: the outputs ModelNew returns in its own memory are copied
+///            into kforge's with dev.copy, by kernel_library::place (after the timer, when timed)
 /// @return the loaded candidate (one interpreter per process: a second load is refused).
-[[nodiscard]] std::variant<kernel_library, std::string> load_python(const std::string& path, const problem::problem& p);
+[[nodiscard]] std::variant<kernel_library, std::string> load_python(const std::string& path, const problem::problem& p,
+                                                                    device::backend& dev);
 
 } // namespace kforge::worker

@@ -38,7 +38,7 @@ int run_call(channel_writer& ch, const problem::problem& p, const nlohmann::json
   // Watching launches before candidate code loads: a thread its initialisers start is seen too.
   std::string unwatched;
   auto guard = launch_guard::start(dev.stream(), &unwatched);
-  auto cand = load_kernel(job["libraries"]["candidate"], p);
+  auto cand = load_kernel(job["libraries"]["candidate"], p, dev);
   if (auto* e = std::get_if<std::string>(&cand)) {
     ch.send({{"type", "error"}, {"reason", "load_failed"}, {"message", *e}});
     return 0;
@@ -85,7 +85,7 @@ int run_call(channel_writer& ch, const problem::problem& p, const nlohmann::json
       }
       if (auto bad = ts.check_guards(); !bad.empty()) check("guard", "out-of-bounds write: " + bad.front());
       if (guard)
-        if (auto v = guard->take_violation()) check("side_stream", *v);
+        if (auto v = guard->take_violation()) check(v->check.c_str(), v->message);
       ch.send({{"type", "called"}, {"trial", at_trial}, {"run", at_run}});
     }
   } catch (const resource_limit_hit& e) {

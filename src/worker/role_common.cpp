@@ -19,15 +19,31 @@ void send_outputs(channel_writer& ch, const std::vector<eval::host_tensor>& outs
             outs[k].bytes.data(), outs[k].bytes.size());
 }
 
-int call_forward(const kernel_library& k, kf_args* args, launch_guard* guard) {
-  struct in_call {
+namespace {
+int in_call(const std::function<int(const kf_args*)>& fn, kf_args* args, launch_guard* guard) {
+  struct scope {
     launch_guard* g;
-    ~in_call() {
+    ~scope() {
       if (g) g->end_call();
     }
-  } scope{guard};
+  } s{guard};
   if (guard) guard->begin_call();
-  return within_limits("kf_forward", [&] { return k.forward(args); });
+  return within_limits("kf_forward", [&] { return fn(args); });
+}
+} // namespace
+
+int call_forward(const kernel_library& k, kf_args* args, launch_guard* guard) { return in_call(k.forward, args, guard); }
+
+int call_unplaced(const kernel_library& k, kf_args* args, launch_guard* guard) {
+  return in_call(k.unplaced ? k.unplaced : k.forward, args, guard);
+}
+
+int place_outputs(const kernel_library& k, int rc) { return k.place ? k.place(rc) : rc; }
+
+double time_forward(device::backend& dev, const kernel_library& k, kf_args* args, launch_guard* guard, int* rc) {
+  const double seconds = dev.time_call([&] { return call_unplaced(k, args, guard); }, rc);
+  *rc = place_outputs(k, *rc);
+  return seconds;
 }
 
 void send_check(channel_writer& ch, const eval::check_result& c, int trial, int run) {
@@ -60,9 +76,9 @@ eval::check_result inputs_modified_check(const std::vector<std::string>& changed
 }
 
 std::optional<std::pair<kernel_library, kernel_library>>
-load_reference_and_oracle(channel_writer& ch, const nlohmann::json& job, const problem::problem& p) {
-  auto ref = load_kernel(job["libraries"]["reference"], p);
-  auto orc = load_kernel(job["libraries"]["oracle"], p);
+load_reference_and_oracle(channel_writer& ch, const nlohmann::json& job, const problem::problem& p, device::backend& dev) {
+  auto ref = load_kernel(job["libraries"]["reference"], p, dev);
+  auto orc = load_kernel(job["libraries"]["oracle"], p, dev);
   for (auto* l : {&ref, &orc})
     if (auto* e = std::get_if<std::string>(l)) {
       ch.send({{"type", "error"}, {"reason", "load_failed"}, {"message", "reference: " + *e}});

@@ -620,7 +620,7 @@ int run_judge(channel_writer& ch, const problem::problem& p, const nlohmann::jso
 #ifdef KFORGE_WITH_CUDA
   std::optional<std::pair<kernel_library, kernel_library>> libs;
   if (!p.torch) {
-    libs = load_reference_and_oracle(ch, job, p);
+    libs = load_reference_and_oracle(ch, job, p, dev);
     if (!libs) return 0;
   }
   judge_process j(ch, p, job, dev, std::move(libs));

@@ -12,7 +12,7 @@
 namespace kforge::worker {
 
 int run_oracle(channel_writer& ch, const problem::problem& p, const nlohmann::json& job, device::backend& dev) {
-  auto libs = load_reference_and_oracle(ch, job, p);
+  auto libs = load_reference_and_oracle(ch, job, p, dev);
   if (!libs) return 0;
   auto& [r, o] = *libs;
   eval::tensor_set rs(dev, p, eval::precision::nominal, 1), os(dev, p, eval::precision::oracle, 2);

@@ -10,7 +10,7 @@ namespace kforge::worker {
 // One call of the candidate on one trial's inputs, inside the profiler's collection range
 // (after a warm-up call outside it), for `kforge profile` under ncu.
 int run_profile(channel_writer& ch, const problem::problem& p, const nlohmann::json& job, device::backend& dev) {
-  auto cand = load_kernel(job["libraries"]["candidate"], p);
+  auto cand = load_kernel(job["libraries"]["candidate"], p, dev);
   if (auto* e = std::get_if<std::string>(&cand)) {
     ch.send({{"type", "error"}, {"reason", "load_failed"}, {"message", *e}});
     return 0;

@@ -58,7 +58,7 @@ int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json
   std::vector<subject_state> subjects;
   for (auto& sj : job["subjects"]) {
     const std::string name = sj["name"];
-    auto l = load_kernel(sj["library"], p);
+    auto l = load_kernel(sj["library"], p, dev);
     if (auto* e = std::get_if<std::string>(&l)) {
       ch.send({{"type", "error"}, {"reason", "load_failed"}, {"message", fmt::format("{}: {}", name, *e)}});
       return 0;
@@ -126,19 +126,23 @@ int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json
   auto forward = [&guard](const kernel_library& lib, eval::tensor_set& set) {
     return call_forward(lib, &set.args(), guard.get());
   };
-  bool side_stream_sent = false;
-  auto report_side_stream = [&] {
-    if (!guard || side_stream_sent || job.value("role", "") != "time") return;
+  // A timed call: the outputs a Python candidate returned are copied in after the timer stopped.
+  auto timed = [&guard, &dev](const kernel_library& lib, eval::tensor_set& set, int* rc) {
+    return time_forward(dev, lib, &set.args(), guard.get(), rc);
+  };
+  bool violation_sent = false;
+  auto report_launch_violation = [&] {
+    if (!guard || violation_sent || job.value("role", "") != "time") return;
     if (auto v = guard->take_violation()) {
-      ch.send({{"type", "error"}, {"reason", "side_stream"}, {"message", *v}});
-      side_stream_sent = true;
+      ch.send({{"type", "error"}, {"reason", v->check}, {"message", v->message}});
+      violation_sent = true;
     }
   };
   std::vector<eval::timing_subject> ts;
   for (auto& s : subjects) {
-    eval::timing_subject t{s.name, [&s, forward](int r) { return forward(s.lib, *s.sets[r]); },
+    eval::timing_subject t{s.name, [&s, &guard](int r) { return call_unplaced(s.lib, &s.sets[r]->args(), guard.get()); },
                            [&s](int r) { s.sets[r]->poison(0xFF); }, [&s](int r) { return s.sets[r]->regions(); },
-                           rotations, {}};
+                           rotations, {}, [&s](int rc) { return place_outputs(s.lib, rc); }};
     if (shared) // the call's answer into the set's answer slots, for the judge's re-verification
       t.finish = [&s, &dev](int r) {
         s.sets[r]->copy_answers();
@@ -178,10 +182,10 @@ int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json
       set.poison(0xFF);
       if (flush) dev.flush_caches(set.regions());
       int rc = 0;
-      const double seconds = dev.time_call([&] { return forward(subjects[0].lib, set); }, &rc);
+      const double seconds = timed(subjects[0].lib, set, &rc);
       set.copy_answers();
       dev.synchronize_stream();
-      report_side_stream();
+      report_launch_violation();
       ch.send({{"type", "sample"}, {"subject", subjects[0].name}, {"set", i}, {"seconds", seconds}, {"rc", rc}});
       continue;
     }
@@ -217,7 +221,7 @@ int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json
     if (it == ts.end() || r < 0 || r >= rotations)
       KFORGE_THROW(worker, "time worker: no subject '{}' with rotation {}", name, r);
     const auto got = eval::take_sample(dev, *it, r, flush);
-    report_side_stream();
+    report_launch_violation();
     ch.send({{"type", "sample"}, {"subject", name}, {"rotation", r}, {"seconds", got.seconds}, {"rc", got.rc}});
   }
   if (!recheck_after || rechecks.size() < 3 || subjects.empty() || subjects[0].name != "candidate") return 0;
@@ -231,7 +235,7 @@ int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json
     set->poison(0xFF);
     if (flush) dev.flush_caches(set->regions());
     int rc = 0;
-    (void)dev.time_call([&] { return forward(cand.lib, *set); }, &rc);
+    (void)timed(cand.lib, *set, &rc);
     if (rc != 0) {
       ch.send({{"type", "error"}, {"reason", "returned_error"},
                {"message", fmt::format("the candidate returned {} on a re-verified timed call after sampling", rc)}});

@@ -24,7 +24,7 @@ int run_verify(channel_writer& ch, const problem::problem& p, const nlohmann::js
   std::mt19937_64 canary(job.value("canary_seed", std::uint64_t{1}));
   std::string unwatched; // CUDA only: which streams the candidate's kernels run on
   auto guard = p.backend == problem::backend_kind::cuda ? launch_guard::start(dev.stream(), &unwatched) : nullptr;
-  auto cand = load_kernel(job["libraries"]["candidate"], p);
+  auto cand = load_kernel(job["libraries"]["candidate"], p, dev);
   if (auto* e = std::get_if<std::string>(&cand)) {
     ch.send({{"type", "error"}, {"reason", "load_failed"}, {"message", *e}});
     return 0;
@@ -85,7 +85,7 @@ int run_verify(channel_writer& ch, const problem::problem& p, const nlohmann::js
         send_check(ch, deferred_work_check(late), t.index, run);
         if (guard)
           if (auto v = guard->take_violation())
-            send_check(ch, {.name = "side_stream", .passed = false, .message = *v}, t.index, run);
+            send_check(ch, {.name = v->check, .passed = false, .message = v->message}, t.index, run);
         send_check(ch, guard_check(ts.check_guards()), t.index, run);
         const auto after = ts.download_inputs();
         std::vector<std::string> changed;

@@ -75,6 +75,19 @@ class launch_guard;
 /// resource_limit_hit (within_limits).
 int call_forward(const kernel_library& k, kf_args* args, launch_guard* guard);
 
+/// call_forward's call without placing its outputs (kernel_library::unplaced, where the
+/// implementation has one; else the whole call): what a timed call runs, place() after the timer.
+int call_unplaced(const kernel_library& k, kf_args* args, launch_guard* guard);
+
+/// The outputs an unplaced call left in the implementation's memory, into the args' outputs
+/// (kernel_library::place; nothing to do for the others). @return the call's rc
+int place_outputs(const kernel_library& k, int rc);
+
+/// One timed call of `k` (dev.time_call over call_unplaced, then place_outputs): kforge's copy
+/// of returned outputs is not in the interval. *rc: the call's.
+[[nodiscard]] double time_forward(device::backend& dev, const kernel_library& k, kf_args* args, launch_guard* guard,
+                                  int* rc);
+
 /// A check as a "check" frame of trial t's call `run`.
 void send_check(channel_writer& ch, const eval::check_result& c, int trial, int run);
 
@@ -88,7 +101,7 @@ void send_check(channel_writer& ch, const eval::check_result& c, int trial, int 
 /// The job's reference and oracle (libraries.reference, libraries.oracle); nothing, once an
 /// "error" frame (load_failed) has said why, when one of them does not load.
 [[nodiscard]] std::optional<std::pair<kernel_library, kernel_library>>
-load_reference_and_oracle(channel_writer& ch, const nlohmann::json& job, const problem::problem& p);
+load_reference_and_oracle(channel_writer& ch, const nlohmann::json& job, const problem::problem& p, device::backend& dev);
 
 /// The implementation's workspace for the shapes of `ts` (0 when it declares none).
 /// @throws resource_limit_hit (within_limits)

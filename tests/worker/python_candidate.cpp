@@ -5,11 +5,17 @@
 #include "bridge/kernelbench.hpp"
 #include "bridge/torch_helper.hpp"
 #include "core/fs.hpp"
+#include "device/backend.hpp"
+#include "eval/buffers.hpp"
+#include "eval/inputs.hpp"
 #include "require_python.hpp"
 #include "test_util.hpp"
 #include "worker/evaluate.hpp"
+#include "worker/kernel_library.hpp"
 
 #include <gtest/gtest.h>
+
+#include <variant>
 
 using namespace kforge;
 
@@ -171,4 +177,64 @@ TEST_F(python_candidate, patching_pythons_clocks_does_not_reach_the_timer) {
   ASSERT_TRUE(ev.passed()) << ev.message;
   ASSERT_NE(ev.timing("candidate"), nullptr);
   EXPECT_GT(ev.timing("candidate")->median_s, 1.5e-3);
+}
+
+// What ModelNew returns in its own memory reaches kforge's buffers through place(), which a
+// timed call runs after the timer stopped: the call alone (unplaced) leaves the poison there.
+TEST_F(python_candidate, a_returned_tensor_is_copied_into_kforges_outputs_by_place_not_by_the_call) {
+  const auto src = write("softmax.py", softmax_py);
+  const auto p = problem::load(test::problems_dir() / "softmax");
+  auto ev = eval_native("softmax", src);
+  ASSERT_TRUE(ev.passed()) << ev.message;
+  const auto* b = candidate_build(ev);
+  ASSERT_NE(b, nullptr);
+  auto dev = device::make_backend(problem::backend_kind::cpu);
+  auto loaded = worker::load_kernel(b->library.string(), p, *dev);
+  ASSERT_TRUE(std::holds_alternative<worker::kernel_library>(loaded)) << std::get<std::string>(loaded);
+  auto& k = std::get<worker::kernel_library>(loaded);
+  ASSERT_TRUE(k.unplaced && k.place);
+  eval::tensor_set ts(*dev, p, eval::precision::nominal, 1);
+  ts.upload_inputs(eval::make_inputs(p, p.cases[0], 3, eval::precision::nominal));
+  for (int round = 0; round < 2; ++round) { // the second: the cached entry, the same array
+    ts.poison(0);
+    const auto poison = ts.download_outputs()[0].bytes;
+    ASSERT_EQ(k.unplaced(&ts.args()), 0) << k.last_error();
+    EXPECT_EQ(ts.download_outputs()[0].bytes, poison) << "the call itself wrote kforge's output";
+    ASSERT_EQ(k.place(0), 0);
+    const auto out = ts.download_outputs()[0];
+    ASSERT_NE(out.bytes, poison);
+    const auto* y = reinterpret_cast<const float*>(out.bytes.data());
+    const auto cols = static_cast<std::size_t>(p.outputs()[0]->shape.back());
+    double row = 0;
+    for (std::size_t j = 0; j < cols; ++j) row += y[j];
+    EXPECT_NEAR(row, 1.0, 1e-4) << "round " << round;
+  }
+  // forward() is the two together.
+  ts.poison(0);
+  const auto poison = ts.download_outputs()[0].bytes;
+  ASSERT_EQ(k.forward(&ts.args()), 0);
+  EXPECT_NE(ts.download_outputs()[0].bytes, poison);
+}
+
+// A result that is not a plain byte copy (float64 for a float32 output, a transposed view) is
+// converted by Python inside the call, and judged, timed and re-verified like any other.
+TEST_F(python_candidate, a_result_of_another_dtype_or_layout_is_converted_and_judged) {
+  auto wide = eval_native("softmax", write("wide.py", R"(import torch
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        return torch.softmax(x.double(), dim=-1)
+)"), true);
+  EXPECT_TRUE(wide.passed()) << wide.message;
+  auto strided = eval_native("softmax", write("strided.py", R"(import torch
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        y = torch.empty(x.shape[1], x.shape[0], dtype=x.dtype, device=x.device).t()
+        y.copy_(torch.softmax(x, dim=-1))
+        return y
+)"), true);
+  EXPECT_TRUE(strided.passed()) << strided.message;
 }
