@@ -177,13 +177,21 @@ class Host:
     """One ModelNew, called through kf_args (the worker's kf_forward)."""
 
     def __init__(self, candidate, spec):
+        t0 = time.perf_counter()
         honest_fp32()
         self.spec = spec
         self.device = resolve_device(spec.get("device", "cpu"))
         if self.device.type == "cuda":
             torch.cuda.set_device(self.device)
+        t1 = time.perf_counter()
         jit_environment(spec.get("jit_dir"), building=False)
-        self.model = construct(load_candidate(candidate), spec, self.device)
+        t2 = time.perf_counter()
+        cls = load_candidate(candidate)
+        t3 = time.perf_counter()
+        self.model = construct(cls, spec, self.device)
+        # Where a worker's start goes, for phases.steps (load_steps_json).
+        self.load_steps = [("device", t1 - t0), ("JIT caches", t2 - t1), ("candidate module", t3 - t2),
+                           ("ModelNew()", time.perf_counter() - t3)]
         params = {n: t for n, t in self.model.named_parameters()}
         params.update(dict(self.model.named_buffers()))
         abi = spec["abi_inputs"]
@@ -310,6 +318,9 @@ class Host:
         except Exception as e:  # noqa: BLE001 -- a failing candidate is data, said in last_error
             self.last_error = f"{type(e).__name__}: {e}\n" + traceback.format_exc(limit=8)[-4000:]
             return 1
+
+    def load_steps_json(self):
+        return json.dumps(self.load_steps)
 
     def _placements(self, address, n):
         table = self.tables.get(address)

@@ -12,7 +12,9 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <variant>
+#include <vector>
 
 namespace kforge::worker {
 
@@ -31,6 +33,9 @@ struct kernel_library {
   /// Why the last forward() returned non-zero, where the implementation can say (cubins).
   std::function<std::string()> last_error = [] { return std::string(); };
   std::shared_ptr<void> keep_alive; // the dlopen handle or the loaded module
+  /// What loading took, step by step, where it is worth saying (a Python candidate: the
+  /// interpreter, import torch, the candidate's module): (step, seconds), for phases.steps.
+  std::vector<std::pair<std::string, double>> load_steps;
 };
 
 /// @param dev where the calls run (a Python candidate's outputs are copied with dev.copy)

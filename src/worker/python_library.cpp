@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
@@ -210,8 +211,18 @@ std::variant<kernel_library, std::string> load_python(const std::string& path, c
   if (auto missing = e->py.resolve(lib); !missing.empty())
     return fmt::format("{} lacks {} (not a CPython 3 library?)", libpython, missing);
   loaded = true;
+  using clock = std::chrono::steady_clock;
+  std::vector<std::pair<std::string, double>> steps;
+  auto t = clock::now();
+  auto step = [&](const char* name) {
+    const auto now = clock::now();
+    steps.emplace_back(name, std::chrono::duration<double>(now - t).count());
+    t = now;
+  };
   e->py.initialize(0); // 0: no signal handlers; the worker's signals stay the worker's
+  step("interpreter");
   object mod = e->py.import("kforge_candidate");
+  step("import torch (kforge's host)");
   if (!mod) {
     auto why = e->py.error_text();
     e->py.save_thread();
@@ -226,6 +237,22 @@ std::variant<kernel_library, std::string> load_python(const std::string& path, c
   } else if (object fwd = e->py.attr(host, "forward")) {
     e->host = host;
     e->forward = fwd;
+    step("the candidate (Host)");
+    // The host's own split of that step, when it gives one: [[name, seconds], ...].
+    if (object f = e->py.attr(host, "load_steps_json")) {
+      if (object r = e->py.call(f, nullptr)) {
+        if (const char* c = e->py.as_utf8(r)) {
+          const auto j = nlohmann::json::parse(c, nullptr, false);
+          if (j.is_array())
+            for (auto& s : j)
+              if (s.is_array() && s.size() == 2 && s[0].is_string() && s[1].is_number())
+                steps.emplace_back("Host: " + s[0].get<std::string>(), s[1].get<double>());
+        }
+        e->py.decref(r);
+      }
+      e->py.decref(f);
+    }
+    e->py.clear();
   } else { // safe_load's answer is the reason, as text
     e->py.clear();
     if (const char* c = e->py.as_utf8(host)) why = c;
@@ -240,6 +267,7 @@ std::variant<kernel_library, std::string> load_python(const std::string& path, c
   k.forward = [e](const kf_args* a) { return e->place(e->unplaced(a)); };
   k.last_error = [e] { return e->last_error; };
   k.keep_alive = e; // never finalized: the candidate may have left threads behind
+  k.load_steps = std::move(steps);
   return k;
 }
 

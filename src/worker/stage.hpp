@@ -36,11 +36,11 @@ struct timeline {
   using clock = std::chrono::steady_clock;
   clock::time_point origin = clock::now();
   nlohmann::json* out = nullptr; // the array entries go to
-  void add(const std::string& name, clock::time_point since) const {
+  void add(const std::string& name, clock::time_point since) const { add(name, since, clock::now()); }
+  void add(const std::string& name, clock::time_point since, clock::time_point until) const {
     if (!out) return;
-    const auto now = clock::now();
     auto ms = [](auto d) { return std::round(std::chrono::duration<double>(d).count() * 1e4) / 1e4; };
-    out->push_back(nlohmann::json::array({name, ms(since - origin), ms(now - since)}));
+    out->push_back(nlohmann::json::array({name, ms(since - origin), ms(until - since)}));
   }
 };
 

@@ -54,6 +54,15 @@ TEST(gpu_python_candidate, a_triton_model_new_passes_its_jit_is_the_cached_build
   EXPECT_EQ((*k)["library"], "") << "a Triton kernel is the candidate's own";
   EXPECT_DOUBLE_EQ((*k)["launches"].template get<double>(), 1.0);
   std::printf("kernels: %s\n", ev.kernels.dump().substr(0, 600).c_str());
+  // The call worker's start is in phases.steps, step by step (the interpreter, import torch, the
+  // candidate's module), so a slow evaluation says where its seconds went.
+  bool load_listed = false;
+  for (auto& s : ev.phases["steps"]) {
+    const auto name = s[0].get<std::string>();
+    if (name.starts_with("verify: call worker")) std::printf("step %s: %.3f s\n", name.c_str(), s[2].get<double>());
+    if (name == "verify: call worker load: import torch (kforge's host)") load_listed = true;
+  }
+  EXPECT_TRUE(load_listed) << ev.phases["steps"].dump();
   auto again = evaluate_small(data("softmax_triton.py"));
   ASSERT_TRUE(again.passed()) << again.message;
   EXPECT_TRUE(candidate_build(again)->cached);
