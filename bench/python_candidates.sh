@@ -50,6 +50,9 @@ ran = "; ".join(f"{x['name'][:40]}{'[' + x['library'] + ']' if x.get('library') 
 print(f"| {label} | {j.get('status')} | {wall:.1f} | {build} | {med('candidate')} | {med('reference')} | {sp} | {ran or '-'} | {why or '-'} |")
 ph = j.get("phases", {})
 print(f"  {label} phases:", {k: round(v, 2) for k, v in ph.items() if isinstance(v, (int, float))}, file=sys.stderr)
+for name, at, took in ph.get("steps", []):  # where the seconds went, the call worker's start split
+    if took >= 0.05 or name.startswith("verify: call worker load"):
+        print(f"    {label} step {name}: {took:.2f} s (at {at:.2f})", file=sys.stderr)
 PY
 }
 header() { echo "| $1 | status | wall s | build s | candidate ms | reference ms | speedups | what ran (top 3, per call) | failed check |"; echo "|---|---|---|---|---|---|---|---|---|"; }
