@@ -157,37 +157,16 @@ verify_run verify_on_device(std::unique_ptr<worker_session> w, const nlohmann::j
   auto t_step = clock::now();
   const auto ready = w->wait_for("ready");
   if (steps) steps->add("verify: call worker ready", t_step);
-  // The worker's own account of its start (a Python candidate's interpreter and imports), as
-  // spans that end when it said ready: the start before it is the process and its CUDA context.
-  if (steps && ready) {
-    const auto said = ready->value("load_steps", nlohmann::json::array());
-    // When the worker said it (one monotonic clock for both processes), else when it was read.
-    auto until = timeline::clock::now();
-    const auto at_ns = ready->value("at_ns", std::int64_t{0});
-    if (const timeline::clock::time_point sent{timeline::clock::duration(at_ns)}; sent > t_step - std::chrono::minutes(10) && sent <= until)
-      until = sent;
-    std::vector<std::pair<std::string, timeline::clock::duration>> spans;
-    for (auto& s : said)
-      if (s.is_array() && s.size() == 2 && s[0].is_string() && s[1].is_number())
-        spans.emplace_back(s[0].get<std::string>(), std::chrono::duration_cast<timeline::clock::duration>(
-                                                        std::chrono::duration<double>(s[1].get<double>())));
-    // Host: lines split the step before them; the others follow one another.
-    timeline::clock::duration total{};
-    for (auto& [name, d] : spans)
-      if (!name.starts_with("Host: ")) total += d;
-    auto at = until - total;
-    auto sub = at;
-    for (auto& [name, d] : spans) {
-      if (name.starts_with("Host: ")) {
-        steps->add("verify: call worker load: " + name, sub, sub + d);
-        sub += d;
-        continue;
+  // The worker's own account of its start (a Python candidate's interpreter and imports):
+  // spans on the steady clock every process of the machine shares.
+  if (steps && ready)
+    for (auto& s : ready->value("load_steps", nlohmann::json::array()))
+      if (s.is_array() && s.size() == 3 && s[0].is_string() && s[1].is_number_integer() && s[2].is_number_integer()) {
+        const auto at = [](const nlohmann::json& ns) {
+          return timeline::clock::time_point(std::chrono::nanoseconds(ns.get<std::int64_t>()));
+        };
+        steps->add("verify: call worker load: " + s[0].get<std::string>(), at(s[1]), at(s[2]));
       }
-      steps->add("verify: call worker load: " + name, at, at + d);
-      sub = at;
-      at += d;
-    }
-  }
   bool going = ready.has_value();
   if (ready)
     out.launches = {{"watched", ready->value("launches_watched", false)}, {"why", ready->value("unwatched_because", "")}};

@@ -9,6 +9,7 @@
 
 #include <kforge/kernel.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -34,8 +35,12 @@ struct kernel_library {
   std::function<std::string()> last_error = [] { return std::string(); };
   std::shared_ptr<void> keep_alive; // the dlopen handle or the loaded module
   /// What loading took, step by step, where it is worth saying (a Python candidate: the
-  /// interpreter, import torch, the candidate's module): (step, seconds), for phases.steps.
-  std::vector<std::pair<std::string, double>> load_steps;
+  /// interpreter, import torch, the candidate's module), for phases.steps.
+  struct load_step {
+    std::string name;
+    std::int64_t begin_ns, end_ns; // std::chrono::steady_clock, which every process of the machine shares
+  };
+  std::vector<load_step> load_steps;
 };
 
 /// @param dev where the calls run (a Python candidate's outputs are copied with dev.copy)

@@ -46,8 +46,7 @@ std::atomic<CUstream> g_stream{nullptr};
 std::thread::id g_main;               // the thread that makes the calls
 std::atomic<bool> g_in_call{false};   // it is inside kf_forward
 std::mutex g_mutex;
-std::string g_violation;              // the first since the last take
-std::string g_violation_check;        // its check name
+std::optional<launch_guard::violation> g_violation; // the first since the last take
 
 struct cupti_api {
   decltype(&cuptiSubscribe) subscribe = nullptr;
@@ -96,23 +95,22 @@ void CUPTIAPI on_launch(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbi
   const bool between_calls = !main && !g_in_call.load();
   if (s == g_stream.load() && !between_calls) return;
   std::lock_guard lock(g_mutex);
-  if (!g_violation.empty()) return;
+  if (g_violation) return;
   if (s == g_stream.load()) {
-    g_violation_check = "deferred_work";
-    g_violation = fmt::format("{} launched on args->stream from a thread other than the call's while no call was "
+    g_violation = launch_guard::violation{"deferred_work", fmt::format("{} launched on args->stream from a thread other than the call's while no call was "
                               "running: work that outlives kf_forward is outside the timed interval; finish it "
                               "(join the thread) before returning",
-                              cb->functionName ? cb->functionName : "a launch");
+                              cb->functionName ? cb->functionName : "a launch")};
     return;
   }
   const char* named = stream_name(s);
-  g_violation_check = "side_stream";
-  g_violation = fmt::format("{} launched on {}{}, not on args->stream{}", cb->functionName ? cb->functionName : "a launch",
-                            named ? named : "stream ", named ? "" : fmt::format("{}", static_cast<void*>(s)),
-                            main ? "" : " (from a thread other than the call's)");
+  g_violation = launch_guard::violation{
+      "side_stream", fmt::format("{} launched on {}{}, not on args->stream{}", cb->functionName ? cb->functionName : "a launch",
+                                 named ? named : "stream ", named ? "" : fmt::format("{}", static_cast<void*>(s)),
+                                 main ? "" : " (from a thread other than the call's)")};
   // A default stream is what a bare <<<grid, block>>> gets: say what to write instead.
   if (named)
-    g_violation += "; a launch without a stream argument goes there: pass args->stream (in a Python candidate, "
+    g_violation->message += "; a launch without a stream argument goes there: pass args->stream (in a Python candidate, "
                    "torch.cuda.current_stream(), or at::cuda::getCurrentCUDAStream() in a load_inline source: kforge "
                    "sets it to args->stream)";
 }
@@ -163,8 +161,7 @@ void launch_guard::begin_call() { g_in_call = true; }
 void launch_guard::end_call() { g_in_call = false; }
 std::optional<launch_guard::violation> launch_guard::take_violation() {
   std::lock_guard lock(g_mutex);
-  if (g_violation.empty()) return std::nullopt;
-  return violation{g_violation_check, std::exchange(g_violation, std::string())};
+  return std::exchange(g_violation, std::nullopt);
 }
 
 #else

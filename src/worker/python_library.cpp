@@ -211,13 +211,12 @@ std::variant<kernel_library, std::string> load_python(const std::string& path, c
   if (auto missing = e->py.resolve(lib); !missing.empty())
     return fmt::format("{} lacks {} (not a CPython 3 library?)", libpython, missing);
   loaded = true;
-  using clock = std::chrono::steady_clock;
-  std::vector<std::pair<std::string, double>> steps;
-  auto t = clock::now();
+  std::vector<kernel_library::load_step> steps;
+  auto now_ns = [] { return std::chrono::steady_clock::now().time_since_epoch() / std::chrono::nanoseconds(1); };
+  std::int64_t t = now_ns();
   auto step = [&](const char* name) {
-    const auto now = clock::now();
-    steps.emplace_back(name, std::chrono::duration<double>(now - t).count());
-    t = now;
+    steps.push_back({name, t, now_ns()});
+    t = steps.back().end_ns;
   };
   e->py.initialize(0); // 0: no signal handlers; the worker's signals stay the worker's
   step("interpreter");
@@ -238,15 +237,16 @@ std::variant<kernel_library, std::string> load_python(const std::string& path, c
     e->host = host;
     e->forward = fwd;
     step("the candidate (Host)");
-    // The host's own split of that step, when it gives one: [[name, seconds], ...].
+    // The host's own split of that step, when it gives one: [[name, begin_ns, end_ns], ...].
     if (object f = e->py.attr(host, "load_steps_json")) {
       if (object r = e->py.call(f, nullptr)) {
         if (const char* c = e->py.as_utf8(r)) {
           const auto j = nlohmann::json::parse(c, nullptr, false);
           if (j.is_array())
             for (auto& s : j)
-              if (s.is_array() && s.size() == 2 && s[0].is_string() && s[1].is_number())
-                steps.emplace_back("Host: " + s[0].get<std::string>(), s[1].get<double>());
+              if (s.is_array() && s.size() == 3 && s[0].is_string() && s[1].is_number_integer() &&
+                  s[2].is_number_integer())
+                steps.push_back({s[0].get<std::string>(), s[1].get<std::int64_t>(), s[2].get<std::int64_t>()});
         }
         e->py.decref(r);
       }

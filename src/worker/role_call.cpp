@@ -17,7 +17,6 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <memory>
 #include <variant>
 #include <vector>
@@ -59,10 +58,9 @@ int run_call(channel_writer& ch, const problem::problem& p, const nlohmann::json
     const auto ws_bytes = workspace_size(k, *slots[0]);
     for (auto& ts : slots) ts->set_workspace(ws_bytes, job.value("canary_seed", std::uint64_t{1}) + 7);
     nlohmann::json load_steps = nlohmann::json::array();
-    for (auto& [name, seconds] : k.load_steps) load_steps.push_back({name, seconds});
+    for (auto& s : k.load_steps) load_steps.push_back({s.name, s.begin_ns, s.end_ns});
     ch.send({{"type", "ready"}, {"launches_watched", guard != nullptr}, {"unwatched_because", unwatched},
-             {"load_steps", load_steps},
-             {"at_ns", std::chrono::steady_clock::now().time_since_epoch().count()}});
+             {"load_steps", load_steps}});
     for (std::string line; std::getline(commands, line);) {
       const auto cmd = nlohmann::json::parse(line, nullptr, false);
       if (!cmd.is_object() || cmd.value("cmd", "") != "call")
