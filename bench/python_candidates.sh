@@ -4,6 +4,7 @@
 # github.com/ScalingIntelligence/KernelBench; default bench/kernelbench/upstream, which is not
 # committed: `git clone --depth 1 https://github.com/ScalingIntelligence/KernelBench bench/kernelbench/upstream`):
 #   bench/python_candidates.sh OUT [triton] [overhead] [examples] [level1]   (default: all four)
+#   EXAMPLES="words" / LEVEL1="names": only those solutions (a solution name ending in a word) / problems
 # 1. triton: a new Triton softmax on problems/softmax (4096 x 65536), JIT included (a fresh
 #    source each run), then the same source again with its build cached.
 # 2. overhead: one CUDA kernel as a kf_forward candidate (bench/python/softmax_rows.cu) and as a
@@ -127,6 +128,8 @@ if [[ " $parts " == *" examples "* ]]; then
               few_shot/model_ex_tiled_matmul:few_shot/model_new_ex_tiled_matmul few_shot/model_ex_mnist2:few_shot/model_new_ex_mnist2 \
               few_shot/model_ex_flash_attn:few_shot/model_new_ex_flash_attn; do
     prob=${pair%%:*} sol=${pair##*:}
+    # EXAMPLES="ex_add fuse_gelu": only the solutions whose name holds one of these words.
+    if [ -n "${EXAMPLES:-}" ]; then keep=""; for w in $EXAMPLES; do [[ $sol == *"$w" ]] && keep=1; done; [ -n "$keep" ] || continue; fi
     d="$out/kb_examples/$(basename "$prob")"
     [ -d "$d" ] || "$K" import kernelbench "$P/$prob.py" --out "$d" --force > "$d.import.txt" 2>&1 || { echo "| $(basename "$prob") | import failed: $(tail -1 "$d.import.txt") |"; continue; }
     ev "$d" "$P/$sol.py" "$(basename "$prob") / $(basename "$sol")"
@@ -144,6 +147,8 @@ if [[ " $parts " == *" level1 "* ]]; then
   for n in 1_Square_matrix_multiplication_ 3_Batched_matrix_multiplication 12_Matmul_with_diagonal_matrices_ \
            40_LayerNorm 50_conv_standard_2D__square_input__square_kernel 88_MinGPTNewGelu 95_CrossEntropyLoss \
            98_KLDivLoss 100_HingeLoss 47_Sum_reduction_over_a_dimension 19_ReLU $huge; do
+    # LEVEL1="95_CrossEntropyLoss 47_Sum_reduction_over_a_dimension": only these.
+    [ -z "${LEVEL1:-}" ] || [[ " $LEVEL1 " == *" $n "* ]] || continue
     c=bench/kernelbench/model_new/$n.py
     [ -f "$c" ] || continue
     d="$out/kb_level1/$n"

@@ -40,7 +40,11 @@ public:
     if (ordinal >= n) KFORGE_THROW(usage, "CUDA device {} requested, {} visible", ordinal, n);
     check(cudaSetDevice(ordinal), "cudaSetDevice");
     check(cudaGetDeviceProperties(&m_props, ordinal), "cudaGetDeviceProperties");
-    check(cudaStreamCreateWithFlags(&m_stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    // A blocking stream: the legacy default stream (a bare <<<grid, block>>>, the stream of most
+    // published load_inline kernels) then waits for every earlier launch on it and every later
+    // one waits for the legacy stream's work, so such a kernel is inside the events that time
+    // args->stream (launch_guard.cpp accepts it on these grounds and checks the flag).
+    check(cudaStreamCreateWithFlags(&m_stream, cudaStreamDefault), "cudaStreamCreate");
     // The stream's own attributes as created, restored after every timed call.
     for (auto& [id, value, known] : m_stream_attrs) {
       known = cudaStreamGetAttribute(m_stream, id, &value) == cudaSuccess;

@@ -36,6 +36,10 @@ struct launch_kernel_params { // cuLaunchKernel, cuLaunchCooperativeKernel (the 
 struct launch_kernel_ex_params {
   const CUlaunchConfig* config;
 };
+struct launch_kernel_ex_ex_params { // the same call, read for its function (after the config)
+  const CUlaunchConfig* config;
+  CUfunction f;
+};
 struct graph_launch_params {
   CUgraphExec exec;
   CUstream hStream;
@@ -43,6 +47,12 @@ struct graph_launch_params {
 
 // One guard per process (CUPTI allows one subscriber); the callback reads these.
 std::atomic<CUstream> g_stream{nullptr};
+// The call's stream is a blocking one (cuda_backend creates it so): the legacy default stream
+// is then ordered with it both ways (CUDA's implicit synchronisation: a legacy launch waits for
+// earlier work on every blocking stream, later blocking work waits for it), so a legacy launch
+// is timed and judged as the call's. The per-thread default stream is not: it orders only with
+// the legacy stream, never with args->stream.
+std::atomic<bool> g_legacy_is_call{false};
 std::thread::id g_main;               // the thread that makes the calls
 std::atomic<bool> g_in_call{false};   // it is inside kf_forward
 std::mutex g_mutex;
@@ -61,6 +71,36 @@ const char* stream_name(CUstream s) {
   if (s == CU_STREAM_PER_THREAD) return "the per-thread default stream";
   if (s == CU_STREAM_LEGACY) return "the legacy default stream";
   return nullptr;
+}
+
+// "kernel <name> (cuLaunchKernel)": the kernel, so a reader knows whose launch it was (a
+// library's own stream shows as its kernel's name). cuFuncGetName is CUDA 12.3's; looked up at
+// run time, the API's name alone where the driver lacks it.
+using func_get_name_t = CUresult (*)(const char**, CUfunction);
+std::atomic<func_get_name_t> g_func_get_name{nullptr};
+
+std::string launch_name(CUpti_CallbackId cbid, const void* params, const char* api) {
+  CUfunction f = nullptr;
+  switch (cbid) {
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+    f = static_cast<const launch_kernel_params*>(params)->f;
+    break;
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+    f = static_cast<const launch_kernel_ex_ex_params*>(params)->f;
+    break;
+  default: break;
+  }
+  const char* name = nullptr;
+  if (auto get = g_func_get_name.load(); get && f && get(&name, f) != CUDA_SUCCESS) name = nullptr;
+  const std::string call = api ? api : "a launch";
+  if (!name) return call;
+  std::string n = name;
+  if (n.size() > 120) n = n.substr(0, 117) + "...";
+  return fmt::format("kernel {} ({})", n, call);
 }
 
 void CUPTIAPI on_launch(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
@@ -93,19 +133,22 @@ void CUPTIAPI on_launch(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbi
   // On args->stream, a launch is the call's while a call runs; another thread's launch between
   // calls is work that outlives the call, after the timer stopped (or before it started).
   const bool between_calls = !main && !g_in_call.load();
-  if (s == g_stream.load() && !between_calls) return;
+  const bool legacy = s == nullptr || s == CU_STREAM_LEGACY;
+  const bool on_call = s == g_stream.load() || (legacy && g_legacy_is_call.load());
+  if (on_call && !between_calls) return;
   std::lock_guard lock(g_mutex);
   if (g_violation) return;
-  if (s == g_stream.load()) {
-    g_violation = launch_guard::violation{"deferred_work", fmt::format("{} launched on args->stream from a thread other than the call's while no call was "
+  const std::string what = launch_name(cbid, cb->functionParams, cb->functionName);
+  if (on_call) {
+    g_violation = launch_guard::violation{"deferred_work", fmt::format("{} launched on {} from a thread other than the call's while no call was "
                               "running: work that outlives kf_forward is outside the timed interval; finish it "
                               "(join the thread) before returning",
-                              cb->functionName ? cb->functionName : "a launch")};
+                              what, legacy ? "the legacy default stream (ordered with args->stream)" : "args->stream")};
     return;
   }
   const char* named = stream_name(s);
   g_violation = launch_guard::violation{
-      "side_stream", fmt::format("{} launched on {}{}, not on args->stream{}", cb->functionName ? cb->functionName : "a launch",
+      "side_stream", fmt::format("{} launched on {}{}, not on args->stream{}", what,
                                  named ? named : "stream ", named ? "" : fmt::format("{}", static_cast<void*>(s)),
                                  main ? "" : " (from a thread other than the call's)")};
   // A default stream is what a bare <<<grid, block>>> gets: say what to write instead.
@@ -135,6 +178,13 @@ std::unique_ptr<launch_guard> launch_guard::start(void* call_stream, std::string
     return nullptr;
   }
   g_stream = static_cast<CUstream>(call_stream);
+  // The driver is loaded already (the backend made the stream): its symbols are the process's.
+  using stream_flags_t = CUresult (*)(CUstream, unsigned int*);
+  unsigned int flags = CU_STREAM_NON_BLOCKING;
+  if (auto get_flags = reinterpret_cast<stream_flags_t>(::dlsym(RTLD_DEFAULT, "cuStreamGetFlags")))
+    if (get_flags(static_cast<CUstream>(call_stream), &flags) != CUDA_SUCCESS) flags = CU_STREAM_NON_BLOCKING;
+  g_legacy_is_call = call_stream != nullptr && (flags & CU_STREAM_NON_BLOCKING) == 0;
+  g_func_get_name = reinterpret_cast<func_get_name_t>(::dlsym(RTLD_DEFAULT, "cuFuncGetName"));
   g_main = std::this_thread::get_id();
   CUpti_SubscriberHandle sub = nullptr;
   if (CUptiResult r = g_api.subscribe(&sub, on_launch, nullptr); r != CUPTI_SUCCESS) {

@@ -97,6 +97,18 @@ TEST(cuda_calibrate, measures_plausible_ceilings_and_reports_the_roofline) {
   EXPECT_TRUE(floor_caught) << "the physical floor should catch it too";
 }
 
+TEST(cuda_eval, a_bare_launch_on_the_legacy_default_stream_is_ordered_with_the_call_and_timed) {
+  const auto p = small();
+  worker::evaluate_options o;
+  o.worker_exe = test::worker_binary();
+  o.time_budget_s = 0.3;
+  auto ev = worker::evaluate(p, test::source_dir() / "tests" / "gpu" / "kernels" / "softmax_legacy_stream.cu", o);
+  ASSERT_EQ(ev.status, "passed") << ev.message;
+  ASSERT_NE(ev.timing("candidate"), nullptr);
+  // The kernel waits 2 ms on the GPU before its softmax: the timer saw it.
+  EXPECT_GT(ev.timing("candidate")->median_s, 1.9e-3);
+}
+
 TEST(cuda_eval, the_cute_example_passes) {
   const auto p = small();
   worker::evaluate_options o;

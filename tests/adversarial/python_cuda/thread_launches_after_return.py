@@ -1,6 +1,8 @@
 # kforge-adversarial: problem=softmax_small expect=deferred_work
 # Returns its softmax without the last row and has a Python thread compute that row into
-# kforge's output buffer (found through gc before returning) on the call's own stream, once
+# kforge's output buffers (found through gc before returning: the views kforge's Python host
+# keeps of this set's outputs; a search by shape would hit the other set's input too, which the judge would
+# then fail as inputs_modified first) on the call's own stream, once
 # the call has returned: the launch is on args->stream, but after the timer stopped. The
 # launch watch flags a launch by another thread while no call runs, and the judge sees the
 # output change after the call.
@@ -27,9 +29,8 @@ class ModelNew(torch.nn.Module):
     def forward(self, x):
         y = torch.softmax(x, dim=-1)
         y[-1] = 0
-        mine = {x.data_ptr(), y.data_ptr()}
-        targets = [o for o in gc.get_objects()
-                   if isinstance(o, torch.Tensor) and o.is_cuda and o.shape == y.shape and o.data_ptr() not in mine]
+        targets = [out for h in gc.get_objects() if type(h).__name__ == "Host" and hasattr(h, "entries")
+                   for e in h.entries.values() if e["ins"][0].data_ptr() == x.data_ptr() for out in e["outs"]]
         threading.Thread(target=_after_return, args=(threading.get_ident(), torch.cuda.current_stream(), targets,
                                                      x[-1].clone()), daemon=True).start()
         return y
