@@ -178,13 +178,17 @@ std::unique_ptr<launch_guard> launch_guard::start(void* call_stream, std::string
     return nullptr;
   }
   g_stream = static_cast<CUstream>(call_stream);
-  // The driver is loaded already (the backend made the stream): its symbols are the process's.
+  // The driver is loaded already (the backend made the stream), but the runtime opened it
+  // RTLD_LOCAL: its symbols are found through its own handle (seen on the H100: RTLD_DEFAULT
+  // finds none), which RTLD_NOLOAD takes without loading anything new.
+  void* driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  auto sym = [driver](const char* name) { return driver ? ::dlsym(driver, name) : nullptr; };
   using stream_flags_t = CUresult (*)(CUstream, unsigned int*);
   unsigned int flags = CU_STREAM_NON_BLOCKING;
-  if (auto get_flags = reinterpret_cast<stream_flags_t>(::dlsym(RTLD_DEFAULT, "cuStreamGetFlags")))
+  if (auto get_flags = reinterpret_cast<stream_flags_t>(sym("cuStreamGetFlags")))
     if (get_flags(static_cast<CUstream>(call_stream), &flags) != CUDA_SUCCESS) flags = CU_STREAM_NON_BLOCKING;
   g_legacy_is_call = call_stream != nullptr && (flags & CU_STREAM_NON_BLOCKING) == 0;
-  g_func_get_name = reinterpret_cast<func_get_name_t>(::dlsym(RTLD_DEFAULT, "cuFuncGetName"));
+  g_func_get_name = reinterpret_cast<func_get_name_t>(sym("cuFuncGetName"));
   g_main = std::this_thread::get_id();
   CUpti_SubscriberHandle sub = nullptr;
   if (CUptiResult r = g_api.subscribe(&sub, on_launch, nullptr); r != CUPTI_SUCCESS) {
