@@ -207,6 +207,8 @@ class Host:
         self.entries = {}      # kf_args address -> _prepare's answer
         self.streams = {}
         self.tables = {}       # the worker's placements array, as ctypes
+        self.heads = {}        # kf_args address -> its bytes, as ctypes (_snapshot)
+        self.tables_of = {}    # kf_args bytes -> its descriptor tables' bytes, as ctypes
         self.pending = None    # what the last call returned, alive until the worker copied it
         self.last_error = ""
 
@@ -241,8 +243,12 @@ class Host:
                           else torch.cuda.default_stream(self.device))
                 self.streams[a.stream] = stream
         ranges = [(t.data_ptr(), t.data_ptr() + t.numel() * t.element_size()) for t in ins if t.numel()]
-        return {"snapshot": snapshot, "ins": ins, "outs": outs, "stream": stream, "in_ranges": ranges,
-                "plain": [o.is_contiguous() for o in outs],  # a byte copy lands where its elements belong
+        # Per output, what the hot path compares a returned tensor with: elements, device
+        # (get_device: -1 on the CPU), dtype, whether a byte copy lands where its elements
+        # belong (contiguous), the address and byte size to copy to.
+        meta = [(o.numel(), o.get_device(), o.dtype, o.is_contiguous(), o.data_ptr(), o.numel() * o.element_size())
+                for o in outs]
+        return {"snapshot": snapshot, "ins": ins, "outs": outs, "stream": stream, "in_ranges": ranges, "meta": meta,
                 "args": [None if i in self.scalars else ins[i] for i in self.forward_slots]}
 
     def _bind(self, entry):
@@ -258,13 +264,22 @@ class Host:
 
     def _snapshot(self, address):
         # The kf_args bytes and its tensor descriptors: a set whose pointers or shapes changed
-        # is prepared again, one that did not is served from the entry (the hot path).
-        a = KfArgs.from_address(address)
-        parts = [ctypes.string_at(address, _ARGS_SIZE)]
-        for table, n in ((a.inputs, a.num_inputs), (a.outputs, a.num_outputs)):
-            if n:  # a problem without inputs still has its outputs' descriptors compared
-                parts.append(ctypes.string_at(ctypes.addressof(table.contents), n * _TENSOR_SIZE))
-        return b"".join(parts)
+        # is prepared again, one that did not is served from the entry (the hot path). The
+        # buffers over those bytes are made once per address (the descriptor tables' once per
+        # kf_args contents: their pointers are in those bytes), so a call reads them with .raw.
+        head = self.heads.get(address)
+        if head is None:
+            head = self.heads[address] = (ctypes.c_char * _ARGS_SIZE).from_address(address)
+        raw = head.raw
+        tables = self.tables_of.get(raw)
+        if tables is None:
+            a = KfArgs.from_address(address)
+            tables = [(ctypes.c_char * (n * _TENSOR_SIZE)).from_address(ctypes.addressof(t.contents))
+                      for t, n in ((a.inputs, a.num_inputs), (a.outputs, a.num_outputs)) if n]
+            if len(self.tables_of) > 64:  # a worker has a few sets; bound it all the same
+                self.tables_of.clear()
+            self.tables_of[raw] = tables
+        return (raw, *[t.raw for t in tables])
 
     def forward(self, address, placements=0):
         """kf_forward's body: 0, or 1 with last_error set. Kept short: every line here is the
@@ -297,19 +312,20 @@ class Host:
                 raise RuntimeError(f"ModelNew.forward returned {len(ys)} tensors; the problem has {len(outs)} outputs")
             table = self._placements(placements, len(outs)) if placements else None
             listed = 0
-            for k, (y, dst) in enumerate(zip(ys, outs)):
-                if y.numel() != dst.numel():
+            for k, (y, dst, (n, device, dtype, plain, dst_ptr, nbytes)) in enumerate(zip(ys, outs, entry["meta"])):
+                if y.numel() != n:
                     raise RuntimeError(f"output {k}: ModelNew returned shape {list(y.shape)}; the problem's is "
                                        f"{list(dst.shape)}")
-                if y.device != dst.device:
+                if y.get_device() != device:
                     raise RuntimeError(f"output {k}: ModelNew returned a tensor on {y.device}; kforge's outputs "
                                        f"are on {dst.device}")
-                if (table is not None and y.dtype == dst.dtype and entry["plain"][k] and y.is_contiguous()
+                if (table is not None and plain and y.dtype == dtype and y.is_contiguous()
                         and not self._in_inputs(entry, y)):
-                    if y.numel():
-                        table[1 + 3 * listed] = dst.data_ptr()
-                        table[2 + 3 * listed] = y.data_ptr()
-                        table[3 + 3 * listed] = y.numel() * y.element_size()
+                    if n:
+                        at = 3 * listed
+                        table[1 + at] = dst_ptr
+                        table[2 + at] = y.data_ptr()
+                        table[3 + at] = nbytes
                         listed += 1
                 else:  # converted (dtype, layout) on the call's stream: inside the timed interval
                     dst.copy_(y.reshape(dst.shape) if y.shape != dst.shape else y)
@@ -326,7 +342,10 @@ class Host:
         """y is (a view of) one of kforge's inputs: then the copy is the call's whole work, and
         it is made inside the timed call, as a kf_forward candidate would have to."""
         p = y.data_ptr()
-        return any(a <= p < b for a, b in entry["in_ranges"])
+        for a, b in entry["in_ranges"]:  # a loop, not any(generator): this is the hot path
+            if a <= p < b:
+                return True
+        return False
 
     def load_steps_json(self):
         return json.dumps(self.load_steps)

@@ -275,3 +275,48 @@ class ModelNew(torch.nn.Module):
   EXPECT_EQ(ts.download_outputs()[0].bytes, in[0].bytes) << "the copy of an input was left for after the timer";
   EXPECT_EQ(k.place(0), 0);
 }
+
+// The Python host keeps what it built for a kf_args address (views, bindings) while the bytes
+// there and in its descriptor tables stay the same: a call whose descriptors changed, at the same
+// address, must be served from the new ones. (Its own process: one interpreter each.)
+TEST_F(python_candidate, a_changed_descriptor_at_the_same_address_is_followed) {
+  const auto& p = softmax;
+  auto dev = device::make_backend(problem::backend_kind::cpu);
+  auto loaded = load_in_process(write("softmax.py", softmax_py), *dev);
+  if (embedded_already) GTEST_SKIP() << "this process embeds a Python candidate already: run the test alone";
+  ASSERT_TRUE(std::holds_alternative<worker::kernel_library>(loaded)) << std::get<std::string>(loaded);
+  auto& k = std::get<worker::kernel_library>(loaded);
+  eval::tensor_set first(*dev, p, eval::precision::nominal, 1), second(*dev, p, eval::precision::nominal, 2);
+  first.upload_inputs(eval::make_inputs(p, p.cases[0], 3, eval::precision::nominal));
+  second.upload_inputs(eval::make_inputs(p, p.cases[0], 4, eval::precision::nominal));
+  // One kf_args and one pair of tables, rewritten in place between calls.
+  kf_tensor ins[1] = {first.args().inputs[0]}, outs[1] = {first.args().outputs[0]};
+  kf_args a = first.args();
+  a.inputs = ins;
+  a.outputs = outs;
+  auto row_sum = [&](eval::tensor_set& ts) {
+    const auto out = ts.download_outputs()[0];
+    const auto* y = reinterpret_cast<const float*>(out.bytes.data());
+    double s = 0;
+    for (std::int64_t j = 0; j < p.outputs()[0]->shape.back(); ++j) s += y[j];
+    return s;
+  };
+  first.poison(0);
+  second.poison(0);
+  ASSERT_EQ(k.forward(&a), 0) << k.last_error();
+  EXPECT_NEAR(row_sum(first), 1.0, 1e-4);
+  // The same kf_args bytes, a table entry changed: the output now goes to the second set.
+  outs[0] = second.args().outputs[0];
+  ins[0] = second.args().inputs[0];
+  first.poison(0);
+  ASSERT_EQ(k.forward(&a), 0) << k.last_error();
+  EXPECT_NEAR(row_sum(second), 1.0, 1e-4) << "the call used the descriptors it had cached";
+  const auto untouched = first.download_outputs()[0].bytes;
+  first.poison(0);
+  EXPECT_EQ(first.download_outputs()[0].bytes, untouched) << "the first set's output was written again";
+  // The kf_args bytes changed (its tables are the second set's own): followed too.
+  a = first.args();
+  first.poison(0);
+  ASSERT_EQ(k.forward(&a), 0) << k.last_error();
+  EXPECT_NEAR(row_sum(first), 1.0, 1e-4);
+}
