@@ -207,8 +207,6 @@ class Host:
         self.entries = {}      # kf_args address -> _prepare's answer
         self.streams = {}
         self.tables = {}       # the worker's placements array, as ctypes
-        self.heads = {}        # kf_args address -> its bytes, as ctypes (_snapshot)
-        self.tables_of = {}    # kf_args bytes -> its descriptor tables' bytes, as ctypes
         self.pending = None    # what the last call returned, alive until the worker copied it
         self.last_error = ""
 
@@ -229,10 +227,16 @@ class Host:
         strides = [kt.strides[i] for i in range(kt.ndim)]
         return raw.view(dtype).as_strided(shape, strides)
 
-    def _prepare(self, address, snapshot):
+    def _prepare(self, address):
         """What a call on this kf_args needs, built once per (address, contents): the views of
-        kforge's buffers, the module's parameters bound to this set's param inputs, the stream."""
+        kforge's buffers, the module's parameters bound to this set's param inputs, the stream,
+        and the bytes of the kf_args and its descriptor tables as they were (_unchanged)."""
         a = KfArgs.from_address(address)
+        # ctypes buffers over those bytes, made here once: the tables' pointers are in the
+        # kf_args bytes, so they stay the tables' while those bytes do.
+        described = [(ctypes.c_char * _ARGS_SIZE).from_address(address)]
+        described += [(ctypes.c_char * (n * _TENSOR_SIZE)).from_address(ctypes.addressof(t.contents))
+                      for t, n in ((a.inputs, a.num_inputs), (a.outputs, a.num_outputs)) if n]
         ins = [self._view(a.inputs[i]) for i in range(a.num_inputs)]
         outs = [self._view(a.outputs[i]) for i in range(a.num_outputs)]
         stream = None
@@ -248,7 +252,8 @@ class Host:
         # belong (contiguous), the address and byte size to copy to.
         meta = [(o.numel(), o.get_device(), o.dtype, o.is_contiguous(), o.data_ptr(), o.numel() * o.element_size())
                 for o in outs]
-        return {"snapshot": snapshot, "ins": ins, "outs": outs, "stream": stream, "in_ranges": ranges, "meta": meta,
+        return {"described": described, "snapshot": [b.raw for b in described], "ins": ins, "outs": outs,
+                "stream": stream, "in_ranges": ranges, "meta": meta,
                 "args": [None if i in self.scalars else ins[i] for i in self.forward_slots]}
 
     def _bind(self, entry):
@@ -262,24 +267,16 @@ class Host:
             t.data = src.view(t.shape) if src.is_contiguous() else src.reshape(t.shape)
         self.bound = entry
 
-    def _snapshot(self, address):
-        # The kf_args bytes and its tensor descriptors: a set whose pointers or shapes changed
-        # is prepared again, one that did not is served from the entry (the hot path). The
-        # buffers over those bytes are made once per address (the descriptor tables' once per
-        # kf_args contents: their pointers are in those bytes), so a call reads them with .raw.
-        head = self.heads.get(address)
-        if head is None:
-            head = self.heads[address] = (ctypes.c_char * _ARGS_SIZE).from_address(address)
-        raw = head.raw
-        tables = self.tables_of.get(raw)
-        if tables is None:
-            a = KfArgs.from_address(address)
-            tables = [(ctypes.c_char * (n * _TENSOR_SIZE)).from_address(ctypes.addressof(t.contents))
-                      for t, n in ((a.inputs, a.num_inputs), (a.outputs, a.num_outputs)) if n]
-            if len(self.tables_of) > 64:  # a worker has a few sets; bound it all the same
-                self.tables_of.clear()
-            self.tables_of[raw] = tables
-        return (raw, *[t.raw for t in tables])
+    @staticmethod
+    def _unchanged(entry):
+        # The kf_args bytes and its tensor descriptors as they were when the entry was made: a
+        # set whose pointers or shapes changed is prepared again, one that did not is served
+        # from the entry (the hot path). The kf_args first: if it changed, its old tables'
+        # buffers are not read.
+        for buf, raw in zip(entry["described"], entry["snapshot"]):
+            if buf.raw != raw:
+                return False
+        return True
 
     def forward(self, address, placements=0):
         """kf_forward's body: 0, or 1 with last_error set. Kept short: every line here is the
@@ -289,10 +286,9 @@ class Host:
         after the timer stopped (src/worker/python_library.cpp); any other is converted into
         kforge's output here, inside the call. The returned tensors stay alive until the next call."""
         try:
-            snapshot = self._snapshot(address)
             entry = self.entries.get(address)
-            if entry is None or entry["snapshot"] != snapshot:
-                entry = self.entries[address] = self._prepare(address, snapshot)
+            if entry is None or not self._unchanged(entry):
+                entry = self.entries[address] = self._prepare(address)
             self._bind(entry)
             args = entry["args"]
             if self.scalars:  # numbers are read from their one-element inputs at every call

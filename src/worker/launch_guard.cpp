@@ -35,9 +35,6 @@ struct launch_kernel_params { // cuLaunchKernel, cuLaunchCooperativeKernel (the 
 };
 struct launch_kernel_ex_params {
   const CUlaunchConfig* config;
-};
-struct launch_kernel_ex_ex_params { // the same call, read for its function (after the config)
-  const CUlaunchConfig* config;
   CUfunction f;
 };
 struct graph_launch_params {
@@ -90,7 +87,7 @@ std::string launch_name(CUpti_CallbackId cbid, const void* params, const char* a
     break;
   case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
   case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
-    f = static_cast<const launch_kernel_ex_ex_params*>(params)->f;
+    f = static_cast<const launch_kernel_ex_params*>(params)->f;
     break;
   default: break;
   }

@@ -102,7 +102,12 @@ TEST(cuda_eval, a_bare_launch_on_the_legacy_default_stream_is_ordered_with_the_c
   worker::evaluate_options o;
   o.worker_exe = test::worker_binary();
   o.time_budget_s = 0.3;
-  auto ev = worker::evaluate(p, test::source_dir() / "tests" / "gpu" / "kernels" / "softmax_legacy_stream.cu", o);
+  // The candidate and the softmax it includes, in one folder (the confined compiler's view).
+  test::temp_dir dir;
+  for (auto f : {test::source_dir() / "tests" / "gpu" / "kernels" / "softmax_legacy_stream.cu",
+                 test::source_dir() / "tests" / "adversarial" / "cuda" / "softmax_common.cuh"})
+    std::filesystem::copy_file(f, dir.path / f.filename());
+  auto ev = worker::evaluate(p, dir.path / "softmax_legacy_stream.cu", o);
   ASSERT_EQ(ev.status, "passed") << ev.message;
   ASSERT_NE(ev.timing("candidate"), nullptr);
   // The kernel waits 2 ms on the GPU before its softmax: the timer saw it.
