@@ -50,34 +50,54 @@ std::vector<fs::path> python_read_paths(const fs::path& library) {
     for (auto& p : i.value("path", nlohmann::json::array())) out.emplace_back(p.get<std::string>());
     if (info.contains("venv")) out.emplace_back(info["venv"].get<std::string>());
     if (info.contains("jit_dir")) out.emplace_back(info["jit_dir"].get<std::string>());
+    // A record staged before the build (worker/early_workers.cpp): the library appears in that
+    // folder only after the worker's sandbox is made, so the rule names the folder.
+    if (info.contains("stage")) out.emplace_back(info["stage"].get<std::string>());
   } catch (const std::exception&) {
     // Unreadable: the worker says so when it loads the candidate.
   }
   return out;
 }
 
+python_plan plan_python_build(const request& rq) {
+  python_plan plan;
+  const auto& t = bridge::torch_probe();
+  if (!t.available) {
+    plan.why_not = "a Python candidate needs PyTorch: " + t.why;
+    return plan;
+  }
+  if (t.interpreter.value("libpython", "").empty()) {
+    plan.why_not = t.interpreter.value("why_no_libpython", std::string("the Python has no shared libpython"));
+    return plan;
+  }
+  plan.compiler = fmt::format("python {} torch {} ({})", t.interpreter.value("version", "?"), t.version, t.python);
+  hasher h;
+  h.add("python").add(plan.compiler).add(read_file(data_path("python/kforge_candidate.py")));
+  h.add(read_file(data_path("python/kforge_torch.py")));
+  h.add(read_file(fs::absolute(rq.source))).add(rq.python_spec.dump());
+  plan.cache_key = h.hex();
+  plan.jit_dir = python_jit_dir(plan.cache_key);
+  // The trusted record: written by kforge, never by the candidate's process.
+  plan.record = {{"interpreter", t.interpreter}, {"venv", fs::path(t.python).parent_path().parent_path()},
+                 {"python", t.python}, {"jit_dir", plan.jit_dir.string()}};
+  return plan;
+}
+
 artifact compile_python(const request& rq, problem_backend b) {
   artifact a;
   a.toolchain = "python";
+  const auto plan = plan_python_build(rq);
+  if (!plan.why_not.empty()) {
+    a.diagnostics = plan.why_not;
+    return a;
+  }
   const auto& t = bridge::torch_probe();
-  if (!t.available) {
-    a.diagnostics = "a Python candidate needs PyTorch: " + t.why;
-    return a;
-  }
-  const std::string libpython = t.interpreter.value("libpython", "");
-  if (libpython.empty()) {
-    a.diagnostics = t.interpreter.value("why_no_libpython", std::string("the Python has no shared libpython"));
-    return a;
-  }
-  a.compiler = fmt::format("python {} torch {} ({})", t.interpreter.value("version", "?"), t.version, t.python);
+  a.compiler = plan.compiler;
   const auto src = fs::absolute(rq.source);
   const std::string source_text = read_file(src);
   const fs::path host = data_path("python/kforge_candidate.py");
-  hasher h;
-  h.add("python").add(a.compiler).add(read_file(host)).add(read_file(data_path("python/kforge_torch.py")));
-  h.add(source_text).add(rq.python_spec.dump());
-  a.cache_key = h.hex();
-  const fs::path jit = python_jit_dir(a.cache_key);
+  a.cache_key = plan.cache_key;
+  const fs::path& jit = plan.jit_dir;
   const std::string output = "candidate.py";
   if (auto entry = cache_lookup(a.cache_key, output, &a.cache_note)) {
     a.ok = entry->ok && fs::is_directory(jit);
@@ -95,13 +115,12 @@ artifact compile_python(const request& rq, problem_backend b) {
   auto spec = rq.python_spec;
   spec["jit_dir"] = jit.string();
   write_file_atomic(work.dir / "spec.json", spec.dump());
-  // The trusted record: written here, never by the candidate's process.
-  const nlohmann::json record = {{"interpreter", t.interpreter}, {"venv", fs::path(t.python).parent_path().parent_path()},
-                                 {"python", t.python}, {"jit_dir", jit.string()}};
-  write_file_atomic(work.dir / (output + ".python.json"), record.dump(1));
+  write_file_atomic(work.dir / (output + ".python.json"), plan.record.dump(1));
+  // Emptied, not made anew: a worker started during the build (worker/early_workers.hpp) has
+  // its sandbox's read rule on this folder, which binds the folder, not its name.
   std::error_code ec;
-  fs::remove_all(jit, ec);
   fs::create_directories(jit);
+  for (auto& e : fs::directory_iterator(jit)) fs::remove_all(e.path(), ec);
   const fs::path answer = jit / "build.json";
   std::vector<std::string> argv = {t.python, host.string(), "build", (work.dir / output).string(),
                                    (work.dir / "spec.json").string(), answer.string()};

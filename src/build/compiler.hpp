@@ -74,8 +74,19 @@ std::filesystem::path write_source(const std::string& source, const std::filesys
 [[nodiscard]] artifact compile_python(const request& rq, problem_backend b);
 /// The folder a Python candidate's build writes its JIT caches to (read-only to its workers).
 [[nodiscard]] std::filesystem::path python_jit_dir(const std::string& cache_key);
+/// What a Python candidate's build will be, known before it runs: its cache key, JIT folder
+/// and the build record its workers embed the interpreter from (<library>.python.json), so
+/// workers can be started while it builds (worker/early_workers.hpp).
+struct python_plan {
+  std::string why_not; // non-empty: no build is possible (no torch, no shared libpython)
+  std::string compiler;
+  std::string cache_key;
+  std::filesystem::path jit_dir;
+  nlohmann::json record;
+};
+[[nodiscard]] python_plan plan_python_build(const request& rq);
 /// What a worker running the Python candidate `library` may read: the file, its build record,
-/// the interpreter and its sys.path, the JIT folder.
+/// the interpreter and its sys.path, the JIT folder (and a staged record's folder, "stage").
 [[nodiscard]] std::vector<std::filesystem::path> python_read_paths(const std::filesystem::path& library);
 /// Whether `source` defines `class ModelNew` (KernelBench's solution contract): the words at the
 /// start of a line, followed by '(', ':' or a space.

@@ -24,6 +24,15 @@ std::string first_line_with(const std::string& text, const std::string& needle) 
 
 } // namespace
 
+build::request candidate_request(const problem::problem& p, const std::filesystem::path& candidate_source) {
+  const bool cuda = p.backend == problem::backend_kind::cuda;
+  build::request rq{.source = candidate_source, .real = p.dtype, .role = "candidate"};
+  for (auto* t : p.inputs()) rq.input_names.push_back(t->name);
+  for (auto* t : p.outputs()) rq.output_names.push_back(t->name);
+  if (candidate_source.extension() == ".py") rq.python_spec = python_candidate_spec(p, cuda ? "cuda" : "cpu", {});
+  return rq;
+}
+
 role_artifacts build_roles(const problem::problem& p, const std::filesystem::path& candidate_source,
                            bool with_baselines, const evaluate_observer& observer, std::vector<role_build>& record,
                            const std::function<void(const role_artifacts&)>& trusted_built) {
@@ -46,7 +55,9 @@ role_artifacts build_roles(const problem::problem& p, const std::filesystem::pat
     f_ref = launch("reference", p.reference, p.dtype);
     f_orc = launch("oracle", p.reference, KF_F64);
   }
-  auto f_cand = launch("candidate", candidate_source, p.dtype);
+  auto f_cand = std::async(std::launch::async, [&] {
+    return role_build{"candidate", build::compile(candidate_request(p, candidate_source), tb)};
+  });
   const auto refused = device_path_refused(p);
   std::future<build::artifact> f_kernels;
   if (refused.empty()) f_kernels = std::async(std::launch::async, [] { return eval::build_device_kernels(); });

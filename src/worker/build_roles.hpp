@@ -30,6 +30,10 @@ struct role_artifacts {
 /// `trusted_built`, when given, is called with the reference, oracle and device kernels once
 /// they are built (the candidate maybe still compiling), so that the judge can start meanwhile;
 /// on the calling thread, which a process started there must not outlive (PR_SET_PDEATHSIG).
+/// What the candidate's build is asked (build_roles compiles exactly this): early workers plan
+/// from it (early_workers.hpp).
+[[nodiscard]] build::request candidate_request(const problem::problem& p, const std::filesystem::path& candidate_source);
+
 [[nodiscard]] role_artifacts build_roles(const problem::problem& p, const std::filesystem::path& candidate_source,
                                          bool with_baselines, const evaluate_observer& observer,
                                          std::vector<role_build>& record,

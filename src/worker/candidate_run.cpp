@@ -18,7 +18,7 @@ std::optional<eval::check_result> process_failure(const worker_outcome& o, const
   if (o.end == worker_end::done) return std::nullopt;
   eval::check_result c{.name = worker_end_name(o.end), .passed = false};
   std::string where = phase;
-  const auto& lp = o.last_progress;
+  const auto lp = o.last_progress.is_object() ? o.last_progress : nlohmann::json::object();
   if (lp.contains("trial") && lp["trial"].is_number_integer()) {
     const int t = lp["trial"];
     c.trial = t;
@@ -113,26 +113,38 @@ verify_run verify_candidate(const worker_context& ctx, const std::filesystem::pa
 }
 
 
+namespace {
+nlohmann::json call_job(const worker_context& ctx, const std::filesystem::path& library) {
+  return {{"role", "call"}, {"problem", ctx.p.dir.string()}, {"libraries", {{"candidate", library.string()}}}};
+}
+} // namespace
+
+std::unique_ptr<deferred_worker> defer_call_worker(const worker_context& ctx, const std::filesystem::path& library,
+                                                   double timeout_s, const std::vector<std::string>& warm) {
+  auto job = call_job(ctx, library);
+  job["warm_modules"] = warm;
+  return std::make_unique<deferred_worker>(ctx.exe, job, worker_options{.timeout_s = timeout_s, .problem = &ctx.p});
+}
+
 std::unique_ptr<worker_session> start_call_worker(const worker_context& ctx, const std::filesystem::path& library,
                                                   const std::filesystem::path& candidate_source, device_judge& j,
                                                   std::uint64_t canary_seed, double timeout_s,
-                                                  const nlohmann::json& trials, const check_sink& add) {
+                                                  const nlohmann::json& trials, const check_sink& add,
+                                                  std::unique_ptr<deferred_worker> early) {
+  const nlohmann::json rest = {{"device", ctx.device}, {"set_bytes", j.set_bytes()}, {"canary_seed", canary_seed}};
+  std::vector<int> fds;
+  for (int s : j.verify_sets()) fds.push_back(j.set_fd(s));
+  auto sink = candidate_checks(candidate_source, trials, add);
+  if (early) return early->complete(rest, fds, std::move(sink));
   int sv[2];
   make_fd_socket(sv);
+  auto job = call_job(ctx, library);
+  job.update(rest);
   auto w = std::make_unique<worker_session>(
-      ctx.exe,
-      nlohmann::json{{"role", "call"},
-                     {"problem", ctx.p.dir.string()},
-                     {"device", ctx.device},
-                     {"libraries", {{"candidate", library.string()}}},
-                     {"set_bytes", j.set_bytes()},
-                     {"canary_seed", canary_seed}},
-      worker_options{.timeout_s = timeout_s, .sink = candidate_checks(candidate_source, trials, add), .problem = &ctx.p,
-                     .share_socket = sv[1]});
+      ctx.exe, job,
+      worker_options{.timeout_s = timeout_s, .sink = std::move(sink), .problem = &ctx.p, .share_socket = sv[1]});
   ::close(sv[1]);
   try {
-    std::vector<int> fds;
-    for (int s : j.verify_sets()) fds.push_back(j.set_fd(s));
     send_fds(sv[0], "sets", fds);
   } catch (const error&) {
     // The worker is gone already: its outcome says how.

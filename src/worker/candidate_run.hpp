@@ -5,6 +5,7 @@
 //   auto v = worker::verify_candidate(ctx, builds.candidate.library, source, trials, seed, judge, add);
 //   if (auto f = worker::process_failure(v.outcome, "a verification call", trials)) add(*f);
 #include "worker/device_judge.hpp"
+#include "worker/early_workers.hpp"
 #include "worker/judge.hpp"
 #include "worker/stage.hpp"
 #include "worker/supervisor.hpp"
@@ -52,12 +53,19 @@ struct verify_run {
                                           device_judge& j, const std::set<int>& keep, const check_sink& add,
                                           timeline* steps = nullptr);
 
-/// A "call" worker for the judge's verification sets (role_call.cpp): started, handed their fds.
-[[nodiscard]] std::unique_ptr<worker_session> start_call_worker(const worker_context& ctx,
-                                                                const std::filesystem::path& library,
-                                                                const std::filesystem::path& candidate_source,
-                                                                device_judge& j, std::uint64_t canary_seed,
-                                                                double timeout_s, const nlohmann::json& trials,
-                                                                const check_sink& add);
+/// A "call" worker for the judge's verification sets (role_call.cpp): started, handed their
+/// fds. With `early` (defer_call_worker's, started during the build) that one is completed instead.
+[[nodiscard]] std::unique_ptr<worker_session>
+start_call_worker(const worker_context& ctx, const std::filesystem::path& library,
+                  const std::filesystem::path& candidate_source, device_judge& j, std::uint64_t canary_seed,
+                  double timeout_s, const nlohmann::json& trials, const check_sink& add,
+                  std::unique_ptr<deferred_worker> early = nullptr);
+
+/// The same worker started before the build ends (early_workers.hpp) on `library`, a staged
+/// path the candidate appears at later; `warm`: modules it imports meanwhile.
+[[nodiscard]] std::unique_ptr<deferred_worker> defer_call_worker(const worker_context& ctx,
+                                                                 const std::filesystem::path& library,
+                                                                 double timeout_s,
+                                                                 const std::vector<std::string>& warm);
 
 } // namespace kforge::worker

@@ -1,10 +1,12 @@
 #include "worker/evaluate.hpp"
 
 #include "bridge/torch_helper.hpp"
+#include "core/fs.hpp"
 #include "device/backend.hpp"
 #include "worker/build_roles.hpp"
 #include "worker/candidate_run.hpp"
 #include "worker/device_judge.hpp"
+#include "worker/early_workers.hpp"
 #include "worker/judge.hpp"
 #include "worker/judge_keeper.hpp"
 #include "worker/plan.hpp"
@@ -86,11 +88,33 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
       // not started: the device path below starts one and reports why, if it cannot
     }
   };
+  // A Python candidate's call and timing workers start now, on a staged build record, so that
+  // their interpreter and torch import (seconds) overlap the build (early_workers.hpp).
+  const double budget = opts.time_budget_s > 0 ? opts.time_budget_s : p.eval.time_budget_s;
+  std::unique_ptr<early_python_workers> early;
+  if (candidate_source.extension() == ".py" && p.backend == problem::backend_kind::cuda &&
+      device_path_refused(p).empty()) {
+    const auto t_early = timeline::clock::now();
+    try {
+      auto plan = build::plan_python_build(candidate_request(p, candidate_source));
+      if (plan.why_not.empty()) {
+        early = stage_python_workers(std::move(plan));
+        const worker_context c{.p = p, .exe = exe, .device = opts.device, .timeout_s = timeout};
+        const auto warm = warm_modules(read_file(candidate_source));
+        early->set_call(defer_call_worker(c, early->library(), timeout, warm));
+        if (opts.time) early->set_time(defer_time_worker(c, early->library(), budget, warm));
+      }
+    } catch (const std::exception&) {
+      early.reset(); // started after the build instead, as for any candidate
+    }
+    if (early) rec.steps.add("early workers: started (Python: torch imports during the build)", t_early);
+  }
   phase_start("build");
   const auto t_build = timeline::clock::now();
   const auto builds = build_roles(p, candidate_source, opts.time, opts.observer, ev.builds, start_judge);
   phase_done("build_s");
   rec.steps.add("build (every role)", t_build);
+  if (early && !early->stage(builds.candidate)) early.reset(); // killed unused
   if (!builds.candidate.ok) {
     const auto c = build_failure(candidate_source, builds.candidate);
     rec.check(c);
@@ -141,7 +165,6 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   }
   // Drawn here on both paths, so that a --seed gives both the same draws.
   const std::uint64_t verify_seed = rng(), timing_seed = rng();
-  const double budget = opts.time_budget_s > 0 ? opts.time_budget_s : p.eval.time_budget_s;
   std::unique_ptr<worker_session> call_worker;
   std::unique_ptr<device_timing> timing_workers;
   if (dj) {
@@ -149,16 +172,19 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
     // and CUDA start-up overlaps the truth and verification. A candidate that fails verification
     // never gets a timing command; its timing workers are killed unused.
     call_worker = start_call_worker(ctx, builds.candidate.library, candidate_source, *dj, verify_seed,
-                                    ctx.timeout_s, plan.trials, rec.checks());
+                                    ctx.timeout_s, plan.trials, rec.checks(), early ? early->take_call() : nullptr);
     const auto t_truth = timeline::clock::now();
     for (auto& tj : plan.trials) dj->load(0, tj["trial"].get<int>()); // every trial's truth, now
     ev.reference_errors = dj->reference_errors();
     rec.steps.add("truth: every trial's reference and oracle", t_truth);
     phase_done("oracle_s");
     const auto t_timing_start = timeline::clock::now();
-    if (opts.time) timing_workers = std::make_unique<device_timing>(ctx, builds, *dj, budget, timing_seed);
+    if (opts.time)
+      timing_workers = std::make_unique<device_timing>(ctx, builds, *dj, budget, timing_seed,
+                                                       early ? early->take_time() : nullptr);
     rec.steps.add("timing workers: started", t_timing_start);
   } else {
+    early.reset(); // the host path starts its own workers
     host_truth = compute_truth(ctx, builds, plan.trials);
     if (!p.torch) ev.confinement["oracle"] = host_truth.confinement;
     phase_done("oracle_s");

@@ -182,21 +182,44 @@ nlohmann::json python_candidate_spec(const problem::problem& p, const std::strin
   return spec;
 }
 
-std::variant<kernel_library, std::string> load_python(const std::string& path, const problem::problem& p,
-                                                      device::backend& dev) {
-  static std::mutex once;
-  static bool loaded = false;
-  std::lock_guard lock(once);
-  if (loaded) return std::string("a worker embeds one Python candidate; a second was asked for");
+namespace {
+
+// The process's one interpreter, started by start_python (a deferred worker's warm-up) or by
+// the first load_python.
+struct interpreter {
+  std::mutex m;
+  bool tried = false;
+  std::string failed;                  // why it could not start
+  std::shared_ptr<embedded> e;
+  object mod = nullptr;                // kforge_candidate
+  std::vector<kernel_library::load_step> steps;
+  bool candidate_loaded = false;
+};
+interpreter& the_interpreter() {
+  static interpreter i;
+  return i;
+}
+
+std::int64_t now_ns() { return std::chrono::steady_clock::now().time_since_epoch() / std::chrono::nanoseconds(1); }
+
+// Starts the interpreter the record names and imports kforge's host (torch) and `modules`,
+// holding i.m. Leaves the lock released (home_state kept).
+void start_locked(interpreter& i, const fs::path& record_path, const std::vector<std::string>& modules) {
+  if (i.tried) return;
+  i.tried = true;
   nlohmann::json info;
   try {
-    info = nlohmann::json::parse(read_file(python_info_path(path)));
+    info = nlohmann::json::parse(read_file(record_path));
   } catch (const std::exception& e) {
-    return fmt::format("the Python candidate's build record is unreadable: {}", e.what());
+    i.failed = fmt::format("the Python candidate's build record is unreadable: {}", e.what());
+    return;
   }
   const auto& interp = info["interpreter"];
   const std::string libpython = interp.value("libpython", "");
-  if (libpython.empty()) return interp.value("why_no_libpython", std::string("no shared libpython was found"));
+  if (libpython.empty()) {
+    i.failed = interp.value("why_no_libpython", std::string("no shared libpython was found"));
+    return;
+  }
   // The interpreter's own environment, set before it starts: its home (the standard library)
   // and the recorded sys.path (the venv's site-packages, kforge's python/ folder).
   ::setenv("PYTHONHOME", interp.value("home", "").c_str(), 1);
@@ -205,28 +228,75 @@ std::variant<kernel_library, std::string> load_python(const std::string& path, c
   ::setenv("PYTHONDONTWRITEBYTECODE", "1", 1);
   // RTLD_GLOBAL: extension modules (torch._C) resolve the interpreter's symbols from it.
   void* lib = ::dlopen(libpython.c_str(), RTLD_NOW | RTLD_GLOBAL);
-  if (!lib) return fmt::format("cannot load {}: {}", libpython, ::dlerror());
+  if (!lib) {
+    i.failed = fmt::format("cannot load {}: {}", libpython, ::dlerror());
+    return;
+  }
   auto e = std::make_shared<embedded>();
+  if (auto missing = e->py.resolve(lib); !missing.empty()) {
+    i.failed = fmt::format("{} lacks {} (not a CPython 3 library?)", libpython, missing);
+    return;
+  }
+  std::int64_t t = now_ns();
+  auto step = [&](std::string name) {
+    i.steps.push_back({std::move(name), t, now_ns()});
+    t = i.steps.back().end_ns;
+  };
+  e->py.initialize(0); // 0: no signal handlers; the worker's signals stay the worker's
+  step("interpreter");
+  i.mod = e->py.import("kforge_candidate");
+  step("import torch (kforge's host)");
+  if (!i.mod) {
+    i.failed = fmt::format("cannot import kforge's Python host (python/kforge_candidate.py): {}", e->py.error_text());
+    e->py.save_thread();
+    return;
+  }
+  // Modules the candidate's source names (triton, torch.utils.cpp_extension): imported here,
+  // before its code, so a deferred worker pays for them while the build runs. A module that
+  // fails to import is left for the candidate's own import to report.
+  for (auto& name : modules) {
+    if (object m = e->py.import(name.c_str())) e->py.decref(m);
+    else e->py.clear();
+    step("import " + name);
+  }
+  e->home = std::this_thread::get_id();
+  e->home_state = e->py.save_thread(); // the GIL is taken per call, from whichever thread calls
+  i.e = std::move(e);
+}
+
+} // namespace
+
+std::string start_python(const fs::path& record_path, const std::vector<std::string>& modules) {
+  auto& i = the_interpreter();
+  std::lock_guard lock(i.m);
+  start_locked(i, record_path, modules);
+  return i.failed;
+}
+
+std::variant<kernel_library, std::string> load_python(const std::string& path, const problem::problem& p,
+                                                      device::backend& dev) {
+  auto& i = the_interpreter();
+  std::lock_guard lock(i.m);
+  if (i.candidate_loaded) return std::string("a worker embeds one Python candidate; a second was asked for");
+  start_locked(i, python_info_path(path), {});
+  if (!i.failed.empty()) return i.failed;
+  i.candidate_loaded = true;
+  nlohmann::json info;
+  try {
+    info = nlohmann::json::parse(read_file(python_info_path(path)));
+  } catch (const std::exception& e) {
+    return fmt::format("the Python candidate's build record is unreadable: {}", e.what());
+  }
+  auto e = i.e;
   e->copy = [&dev](void* dst, const void* src, std::size_t bytes) { dev.copy(dst, src, bytes); };
-  if (auto missing = e->py.resolve(lib); !missing.empty())
-    return fmt::format("{} lacks {} (not a CPython 3 library?)", libpython, missing);
-  loaded = true;
-  std::vector<kernel_library::load_step> steps;
-  auto now_ns = [] { return std::chrono::steady_clock::now().time_since_epoch() / std::chrono::nanoseconds(1); };
+  std::vector<kernel_library::load_step> steps = i.steps;
   std::int64_t t = now_ns();
   auto step = [&](const char* name) {
     steps.push_back({name, t, now_ns()});
     t = steps.back().end_ns;
   };
-  e->py.initialize(0); // 0: no signal handlers; the worker's signals stay the worker's
-  step("interpreter");
-  object mod = e->py.import("kforge_candidate");
-  step("import torch (kforge's host)");
-  if (!mod) {
-    auto why = e->py.error_text();
-    e->py.save_thread();
-    return fmt::format("cannot import kforge's Python host (python/kforge_candidate.py): {}", why);
-  }
+  e->lock();
+  object mod = i.mod;
   const auto spec = python_candidate_spec(p, p.backend == problem::backend_kind::cuda ? "cuda" : "cpu", info.value("jit_dir", "")).dump();
   object load = e->py.attr(mod, "safe_load");
   object host = load ? e->py.call(load, "ss", path.c_str(), spec.c_str()) : nullptr;
@@ -258,8 +328,7 @@ std::variant<kernel_library, std::string> load_python(const std::string& path, c
     if (const char* c = e->py.as_utf8(host)) why = c;
     e->py.decref(host);
   }
-  e->home = std::this_thread::get_id();
-  e->home_state = e->py.save_thread(); // the GIL is taken per call, from whichever thread calls
+  e->unlock();
   if (!e->forward) return why.empty() ? std::string("the Python candidate could not be loaded") : why;
   kernel_library k;
   k.unplaced = [e](const kf_args* a) { return e->unplaced(a); };

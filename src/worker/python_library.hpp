@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <string>
 #include <variant>
+#include <vector>
 
 namespace kforge::worker {
 
@@ -26,6 +27,14 @@ namespace kforge::worker {
 /// device, the JIT folder).
 [[nodiscard]] nlohmann::json python_candidate_spec(const problem::problem& p, const std::string& device,
                                                    const std::filesystem::path& jit_dir);
+
+/// Starts the interpreter that the build record at `record_path` names and imports kforge's host
+/// (torch) and `modules`, before any candidate code: a deferred worker's warm-up
+/// (worker_process.hpp), so that those imports overlap the candidate's build. Once per
+/// process; load_python does it itself when nothing did.
+/// @return "" or why the interpreter could not start (load_python then says the same)
+[[nodiscard]] std::string start_python(const std::filesystem::path& record_path,
+                                       const std::vector<std::string>& modules);
 
 /// @param dev where its calls run: the outputs ModelNew returns in its own memory are copied
 ///            into kforge's with dev.copy, by kernel_library::place (after the timer, when timed)

@@ -9,7 +9,6 @@
 #include "worker/roles.hpp"
 
 #include "core/error.hpp"
-#include "core/fd_passing.hpp"
 #include "device/cuda_backend.hpp"
 #include "device/share.hpp"
 #include "worker/launch_guard.hpp"
@@ -26,12 +25,11 @@ namespace kforge::worker {
 int run_call(channel_writer& ch, const problem::problem& p, const nlohmann::json& job, device::backend& dev,
              std::istream& commands) {
   // The set first, before any candidate code is loaded: the socket is closed before it runs.
-  auto got = recv_fds(share_fd);
-  ::close(share_fd);
-  if (got.fds.empty() || got.fds.size() > 2)
-    KFORGE_THROW(worker, "call worker: expected one or two shared sets, got {}", got.fds.size());
+  const auto fds = shared_sets(job);
+  if (fds.empty() || fds.size() > 2)
+    KFORGE_THROW(worker, "call worker: expected one or two shared sets, got {}", fds.size());
   std::vector<device::shared_memory> sets;
-  for (int fd : got.fds) {
+  for (int fd : fds) {
     sets.push_back(device::shared_memory::import(job.value("device", 0), fd, job["set_bytes"].get<std::size_t>()));
     ::close(fd);
   }

@@ -3,11 +3,22 @@
 
 #include "worker/launch_guard.hpp"
 
+#include "core/fd_passing.hpp"
+
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include <variant>
 
 namespace kforge::worker {
+
+std::vector<int> shared_sets(const nlohmann::json& job) {
+  if (job.contains("shared_fds")) return job["shared_fds"].get<std::vector<int>>();
+  auto got = recv_fds(share_fd);
+  ::close(share_fd);
+  return got.fds;
+}
 
 trial trial_of(const nlohmann::json& tj) { return {tj["case"], tj["seed"], tj["trial"]}; }
 

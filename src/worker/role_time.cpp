@@ -16,7 +16,6 @@
 #include "worker/roles.hpp"
 
 #include "core/error.hpp"
-#include "core/fd_passing.hpp"
 #include "device/share.hpp"
 #include "eval/device_kernels.hpp"
 #include "eval/inputs.hpp"
@@ -75,9 +74,7 @@ int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json
   }
   std::vector<device::shared_memory> mapped; // shared: the judge's sets, rotations then the extra one
   if (shared) {
-    auto got = recv_fds(share_fd);
-    ::close(share_fd);
-    for (int fd : got.fds) {
+    for (int fd : shared_sets(job)) {
       mapped.push_back(device::shared_memory::import(job.value("device", 0), fd, job["set_bytes"].get<std::size_t>()));
       ::close(fd);
     }

@@ -103,6 +103,12 @@ void send_check(channel_writer& ch, const eval::check_result& c, int trial, int 
 [[nodiscard]] std::optional<std::pair<kernel_library, kernel_library>>
 load_reference_and_oracle(channel_writer& ch, const nlohmann::json& job, const problem::problem& p, device::backend& dev);
 
+/// The judge's sets the parent hands this worker on share_fd (one message; the socket is then
+/// closed): received now, or already, with a deferred job's rest (worker_process.cpp), which
+/// keeps them in the job's "shared_fds". The caller closes them.
+/// @throws kforge::error (worker) when the parent sent none
+[[nodiscard]] std::vector<int> shared_sets(const nlohmann::json& job);
+
 /// The implementation's workspace for the shapes of `ts` (0 when it declares none).
 /// @throws resource_limit_hit (within_limits)
 [[nodiscard]] std::size_t workspace_size(const kernel_library& k, eval::tensor_set& ts);

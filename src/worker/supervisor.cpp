@@ -123,6 +123,7 @@ struct worker_session::state {
   std::vector<char> buf = std::vector<char>(1 << 20); // large reads: outputs of a GPU problem are gigabytes
   std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
   double step_started = 0; // the watchdog's step: since the last frame or command
+  double cap_from = 0;     // the total cap counts from here (restart_watchdog)
   double exited_at = -1;
   std::string watchdog_detail; // which limit the watchdog hit, when it did
   std::exception_ptr sink_error;
@@ -199,7 +200,8 @@ struct worker_session::state {
   void pump(const std::string* wanted, std::optional<nlohmann::json>* got) {
     if (take_frames(wanted, got)) return;
     while (!over() && !(stop_at_done && got_done)) {
-      const double left = std::min(opts.timeout_s - (elapsed() - step_started), total_cap_s() - elapsed());
+      const double left =
+          std::min(opts.timeout_s - (elapsed() - step_started), total_cap_s() - (elapsed() - cap_from));
       if (left <= 0) {
         if (!got_done) timed_out = true;
         watchdog_detail = elapsed_at_kill(elapsed(), step_started, opts.timeout_s, total_cap_s());
@@ -348,6 +350,10 @@ worker_session::~worker_session() {
 void worker_session::stop() {
   if (m->pid > 0 && !m->reaped) ::kill(-m->pid, SIGSTOP);
   m->stopped = true;
+}
+
+void worker_session::restart_watchdog() {
+  m->step_started = m->cap_from = m->elapsed();
 }
 
 void worker_session::resume() {

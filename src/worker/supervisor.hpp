@@ -120,6 +120,9 @@ public:
   /// count time the parent spends elsewhere; a stopped worker is continued by finish().
   void stop();
   void resume();
+  /// The worker's time starts now: a new step, and the total cap counted from here. For a
+  /// worker started before its job was complete (early_workers.hpp): its wait is not its own.
+  void restart_watchdog();
   /// Reads frames (each to the sink, then kept) until one of `type` arrives.
   /// @return its header; nothing when the worker ended, broke the protocol or was killed by
   /// the watchdog first (finish() says which).

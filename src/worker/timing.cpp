@@ -89,6 +89,9 @@ nlohmann::json timing_params(const problem::problem& p, std::uint64_t seed) {
   return {{"seed", seed}, {"rotations", rotations}, {"warmup", warmup}, {"min_samples", p.eval.min_samples}};
 }
 
+// A timing step may take the budget four times over (warm-up and rechecks around it).
+double time_step_s(const worker_context& ctx, double budget_s) { return ctx.timeout_s + 4 * budget_s; }
+
 // A timing worker's "error" frame as the failed check it is (`who`: which worker, for the message).
 std::optional<eval::check_result> timing_error(const message& m, const char* who) {
   if (m.header["type"] != "error") return std::nullopt;
@@ -179,7 +182,7 @@ std::map<output_key, eval::host_tensor> time_subjects(const worker_context& ctx,
       if (auto c = timing_error(m, who)) rec.check(std::move(*c));
     };
   };
-  const double step_s = ctx.timeout_s + 4 * budget_s;
+  const double step_s = time_step_s(ctx, budget_s);
   auto on_candidate = errors_become_checks("");
   worker_session cand(
       ctx.exe,
@@ -262,8 +265,25 @@ struct device_timing::state {
   }
 };
 
+namespace {
+nlohmann::json candidate_time_job(const worker_context& ctx, const std::filesystem::path& library) {
+  return {{"role", "time"},
+          {"problem", ctx.p.dir.string()},
+          {"subjects", {{{"name", "candidate"}, {"library", library.string()}}}},
+          {"shared", true}};
+}
+} // namespace
+
+std::unique_ptr<deferred_worker> defer_time_worker(const worker_context& ctx, const std::filesystem::path& library,
+                                                   double budget_s, const std::vector<std::string>& warm) {
+  auto job = candidate_time_job(ctx, library);
+  job["warm_modules"] = warm;
+  return std::make_unique<deferred_worker>(ctx.exe, job,
+                                           worker_options{.timeout_s = time_step_s(ctx, budget_s), .problem = &ctx.p});
+}
+
 device_timing::device_timing(const worker_context& ctx, const role_artifacts& builds, device_judge& dj, double budget_s,
-                             std::uint64_t seed)
+                             std::uint64_t seed, std::unique_ptr<deferred_worker> early)
     : m(std::make_unique<state>(ctx, dj, budget_s, seed)) {
   const auto& p = ctx.p;
   m->trusted = trusted_subjects(p, builds); // [torch]: the baselines alone (eager PyTorch is timed by the bridge)
@@ -275,28 +295,27 @@ device_timing::device_timing(const worker_context& ctx, const role_artifacts& bu
     m->rotation_inputs.emplace_back(p.cases[r % p.cases.size()].name, seeds());
     dj.rotation(1 + r, m->rotation_inputs.back().first, m->rotation_inputs.back().second);
   }
-  const double step_s = ctx.timeout_s + 4 * budget_s;
-  int sv[2];
-  make_fd_socket(sv);
-  m->cand = std::make_unique<worker_session>(
-      ctx.exe,
-      nlohmann::json{{"role", "time"},
-                     {"problem", p.dir.string()},
-                     {"device", ctx.device},
-                     {"subjects", {{{"name", "candidate"}, {"library", builds.candidate.library.string()}}}},
-                     {"timing", timing},
-                     {"shared", true},
-                     {"set_bytes", dj.set_bytes()}},
-      worker_options{.timeout_s = step_s, .sink = m->errors(""), .problem = &p, .share_socket = sv[1]});
-  ::close(sv[1]);
-  try {
-    std::vector<int> fds;
-    for (int r = 0; r <= rotations; ++r) fds.push_back(dj.set_fd(1 + r));
-    send_fds(sv[0], "sets", fds);
-  } catch (const error&) {
-    // the worker is gone already: its outcome says how
+  const double step_s = time_step_s(ctx, budget_s);
+  const nlohmann::json rest = {{"device", ctx.device}, {"timing", timing}, {"set_bytes", dj.set_bytes()}};
+  std::vector<int> fds;
+  for (int r = 0; r <= rotations; ++r) fds.push_back(dj.set_fd(1 + r));
+  if (early) {
+    m->cand = early->complete(rest, fds, m->errors(""));
+  } else {
+    int sv[2];
+    make_fd_socket(sv);
+    auto job = candidate_time_job(ctx, builds.candidate.library);
+    job.update(rest);
+    m->cand = std::make_unique<worker_session>(
+        ctx.exe, job, worker_options{.timeout_s = step_s, .sink = m->errors(""), .problem = &p, .share_socket = sv[1]});
+    ::close(sv[1]);
+    try {
+      send_fds(sv[0], "sets", fds);
+    } catch (const error&) {
+      // the worker is gone already: its outcome says how
+    }
+    ::close(sv[0]);
   }
-  ::close(sv[0]);
   if (m->trusted.empty()) return; // nothing trusted to time beside the candidate
   m->ref = std::make_unique<worker_session>(
       ctx.exe,

@@ -8,6 +8,7 @@
 //   j.timed_outputs(plan.rechecks, timed);  worker::check_plausibility(p, model, rec);
 #include "worker/build_roles.hpp"
 #include "worker/device_judge.hpp"
+#include "worker/early_workers.hpp"
 #include "worker/stage.hpp"
 
 #include <map>
@@ -31,8 +32,10 @@ namespace kforge::worker {
 ///   device_timing t(ctx, builds, dj, budget, seed);   ... verify ...   t.run(plan.rechecks, rec);
 class device_timing {
 public:
+  /// With `early` (defer_time_worker's, started during the build) the candidate's worker is
+  /// that one, completed.
   device_timing(const worker_context& ctx, const role_artifacts& builds, device_judge& dj, double budget_s,
-                std::uint64_t seed);
+                std::uint64_t seed, std::unique_ptr<deferred_worker> early = nullptr);
   ~device_timing();
   device_timing(const device_timing&) = delete;
   device_timing& operator=(const device_timing&) = delete;
@@ -43,6 +46,11 @@ private:
   struct state;
   std::unique_ptr<state> m;
 };
+/// The candidate's timing worker for device_timing, started before the build ends
+/// (early_workers.hpp) on `library`, a staged path; `warm`: modules it imports meanwhile.
+[[nodiscard]] std::unique_ptr<deferred_worker> defer_time_worker(const worker_context& ctx,
+                                                                 const std::filesystem::path& library, double budget_s,
+                                                                 const std::vector<std::string>& warm);
 /// How many shared sets the GPU-resident path needs: verification's, the rotations', one more.
 inline constexpr int device_sets = 1 + 3 + 1;
 

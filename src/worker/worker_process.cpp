@@ -1,10 +1,12 @@
 #include "worker/worker_process.hpp"
 
 #include "core/error.hpp"
+#include "core/fd_passing.hpp"
 #include "device/backend.hpp"
 #include "device/cuda_backend.hpp"
 #include "problem/problem.hpp"
 #include "worker/protocol.hpp"
+#include "worker/python_library.hpp"
 #include "worker/roles.hpp"
 
 #include <fcntl.h>
@@ -16,6 +18,37 @@
 #include <map>
 
 namespace kforge::worker {
+namespace {
+
+// The job's Python candidate, if it has one (libraries.candidate, or a subject's library).
+std::string python_library_of(const nlohmann::json& job) {
+  auto py = [](const nlohmann::json& v) { return v.is_string() && v.get<std::string>().ends_with(".py"); };
+  if (auto l = job.value("libraries", nlohmann::json::object()); l.contains("candidate") && py(l["candidate"]))
+    return l["candidate"];
+  for (auto& s : job.value("subjects", nlohmann::json::array()))
+    if (s.is_object() && s.contains("library") && py(s["library"])) return s["library"];
+  return "";
+}
+
+// A deferred job ("deferred": true) is started before the parent can give all of it (the
+// candidate's build is still running), so that what needs none of the rest happens meanwhile:
+// a Python candidate's interpreter and kforge's host (torch), and the modules its source names
+// ("warm_modules"), from the build record beside the library path (written before the build).
+// No candidate code runs here; the library itself appears only once the build has ended.
+// The rest arrives on share_fd as one message: a JSON object merged into the job, and the
+// judge's sets, kept in "shared_fds" (roles.hpp: shared_sets).
+void complete_deferred(nlohmann::json& job) {
+  if (const auto py = python_library_of(job); !py.empty())
+    (void)start_python(python_info_path(py), job.value("warm_modules", std::vector<std::string>{})); // a failure: load says it
+  auto got = recv_fds(share_fd);
+  ::close(share_fd);
+  const auto rest = nlohmann::json::parse(got.label, nullptr, false);
+  if (!rest.is_object()) KFORGE_THROW(worker, "deferred job: the rest of the job is not a JSON object");
+  for (auto& [k, v] : rest.items()) job[k] = v;
+  job["shared_fds"] = got.fds;
+}
+
+} // namespace
 
 int worker_process_main() {
   // Nothing outside this process may read its memory or ptrace it (where the kernel enforces it).
@@ -46,6 +79,7 @@ int worker_process_main() {
       ch.send({{"type", "done"}});
       return 0;
     }
+    if (job.value("deferred", false)) complete_deferred(job);
     // "shapes": tensor shapes that replace the problem's (the reduced shape of a sanitizer run).
     const auto p = problem::with_shapes(problem::load(job["problem"].get<std::string>()),
                                         job.value("shapes", std::map<std::string, std::vector<int64_t>>{}));

@@ -56,13 +56,22 @@ TEST(gpu_python_candidate, a_triton_model_new_passes_its_jit_is_the_cached_build
   std::printf("kernels: %s\n", ev.kernels.dump().substr(0, 600).c_str());
   // The call worker's start is in phases.steps, step by step (the interpreter, import torch, the
   // candidate's module), so a slow evaluation says where its seconds went.
+  // The call worker started with the build (worker/early_workers.hpp): its torch import began
+  // before the build ended, not after it.
   bool load_listed = false;
+  double build_end = -1, import_start = -1;
   for (auto& s : ev.phases["steps"]) {
     const auto name = s[0].get<std::string>();
     if (name.starts_with("verify: call worker")) std::printf("step %s: %.3f s\n", name.c_str(), s[2].get<double>());
-    if (name == "verify: call worker load: import torch (kforge's host)") load_listed = true;
+    if (name == "verify: call worker load: import torch (kforge's host)") {
+      load_listed = true;
+      import_start = s[1].get<double>();
+    }
+    if (name == "build (every role)") build_end = s[1].get<double>() + s[2].get<double>();
   }
   EXPECT_TRUE(load_listed) << ev.phases["steps"].dump();
+  EXPECT_GE(build_end, 0) << ev.phases["steps"].dump();
+  if (!candidate_build(ev)->cached) EXPECT_LT(import_start, build_end) << ev.phases["steps"].dump();
   auto again = evaluate_small(data("softmax_triton.py"));
   ASSERT_TRUE(again.passed()) << again.message;
   EXPECT_TRUE(candidate_build(again)->cached);
