@@ -26,6 +26,30 @@ def per_call(fn, n=2000):
     return host * 1e6, wall * 1e6
 
 
+def event_interval(fn, scrub, n=300, cold=False, sleep_s=0.0, thrash=None):
+    """Median CUDA-event interval (us) around one call, as kforge times it: the device idle
+    first, then start event, the call, end event. cold: an L2 scrub (a 256 MiB write) before
+    each; sleep_s: the host idles that long first (kforge's worker waits on a pipe for its
+    next command); thrash: a host buffer read through first (other processes' cache traffic)."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    ts = []
+    for _ in range(n):
+        if cold:
+            scrub.zero_()
+        torch.cuda.synchronize()
+        if thrash is not None:
+            bytes(thrash)
+        if sleep_s:
+            time.sleep(sleep_s)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        ts.append(start.elapsed_time(end) * 1e3)
+    ts.sort()
+    return ts[len(ts) // 2]
+
+
 def main(argv):
     path = argv[1]
     rows, cols = (int(argv[2]), int(argv[3])) if len(argv) > 3 else (512, 4096)
@@ -54,6 +78,18 @@ def main(argv):
     for name, fn in steps.items():
         h, w = per_call(fn)
         print(f"| {name} | {h:.1f} | {w:.1f} |")
+    # The same call in kforge's cadence: one call at a time, the device idle before it.
+    scrub = torch.empty(64 << 20, device="cuda")
+    thrash = bytearray(256 << 20)
+    print("one call at a time, CUDA events around it (median of 300, us): what kforge's interval holds")
+    print("| cadence | model(x) | dst.copy_(x) (one copy kernel) |\n|---|---|---|")
+    for name, kw in (("device idle, host hot", {}), ("after an L2 scrub", {"cold": True}),
+                     ("after a scrub and 1 ms of host sleep", {"cold": True, "sleep_s": 1e-3}),
+                     ("after a scrub, 256 MiB of host memory read, 1 ms sleep",
+                      {"cold": True, "sleep_s": 1e-3, "thrash": thrash})):
+        a = event_interval(lambda: model(x), scrub, **kw)
+        b = event_interval(lambda: dst.copy_(x), scrub, **kw)
+        print(f"| {name} | {a:.1f} | {b:.1f} |")
 
 
 if __name__ == "__main__":
