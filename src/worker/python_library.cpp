@@ -190,6 +190,7 @@ struct interpreter {
   std::mutex m;
   bool tried = false;
   std::string failed;                  // why it could not start
+  nlohmann::json record;               // the build record it started from
   std::shared_ptr<embedded> e;
   object mod = nullptr;                // kforge_candidate
   std::vector<kernel_library::load_step> steps;
@@ -207,14 +208,13 @@ std::int64_t now_ns() { return std::chrono::steady_clock::now().time_since_epoch
 void start_locked(interpreter& i, const fs::path& record_path, const std::vector<std::string>& modules) {
   if (i.tried) return;
   i.tried = true;
-  nlohmann::json info;
   try {
-    info = nlohmann::json::parse(read_file(record_path));
+    i.record = nlohmann::json::parse(read_file(record_path));
   } catch (const std::exception& e) {
     i.failed = fmt::format("the Python candidate's build record is unreadable: {}", e.what());
     return;
   }
-  const auto& interp = info["interpreter"];
+  const auto& interp = i.record["interpreter"];
   const std::string libpython = interp.value("libpython", "");
   if (libpython.empty()) {
     i.failed = interp.value("why_no_libpython", std::string("no shared libpython was found"));
@@ -281,12 +281,6 @@ std::variant<kernel_library, std::string> load_python(const std::string& path, c
   start_locked(i, python_info_path(path), {});
   if (!i.failed.empty()) return i.failed;
   i.candidate_loaded = true;
-  nlohmann::json info;
-  try {
-    info = nlohmann::json::parse(read_file(python_info_path(path)));
-  } catch (const std::exception& e) {
-    return fmt::format("the Python candidate's build record is unreadable: {}", e.what());
-  }
   auto e = i.e;
   e->copy = [&dev](void* dst, const void* src, std::size_t bytes) { dev.copy(dst, src, bytes); };
   std::vector<kernel_library::load_step> steps = i.steps;
@@ -297,7 +291,7 @@ std::variant<kernel_library, std::string> load_python(const std::string& path, c
   };
   e->lock();
   object mod = i.mod;
-  const auto spec = python_candidate_spec(p, p.backend == problem::backend_kind::cuda ? "cuda" : "cpu", info.value("jit_dir", "")).dump();
+  const auto spec = python_candidate_spec(p, p.backend == problem::backend_kind::cuda ? "cuda" : "cpu", i.record.value("jit_dir", "")).dump();
   object load = e->py.attr(mod, "safe_load");
   object host = load ? e->py.call(load, "ss", path.c_str(), spec.c_str()) : nullptr;
   std::string why;
