@@ -90,29 +90,42 @@ fi
 
 if [[ " $parts " == *" overhead "* ]]; then
   echo "=== overhead: the same kernel as kf_forward and as load_inline, tests/gpu/problems/softmax_small (512 x 4096)"
-  header candidate
-  for i in 1 2; do
-    ev tests/gpu/problems/softmax_small bench/python/softmax_rows.cu "kf_forward run $i" --time-budget 2
-    ev tests/gpu/problems/softmax_small tests/gpu/data/softmax_load_inline.py "load_inline run $i" --time-budget 2
-  done
-  python3 - "$out" <<'PY'
+  # Twice: timing workers that sleep between samples (KFORGE_HOST_SPIN_US=0) and that poll
+  # (the default on a machine with 4 CPUs or more; worker/command_input.hpp).
+  for spin in 0 default; do
+    echo "--- timing workers' wait between samples: $([[ $spin == 0 ]] && echo 'sleep (KFORGE_HOST_SPIN_US=0)' || echo 'poll (default)')"
+    header candidate
+    for i in 1 2; do
+      if [[ $spin == 0 ]]; then export KFORGE_HOST_SPIN_US=0; else unset KFORGE_HOST_SPIN_US; fi
+      ev tests/gpu/problems/softmax_small bench/python/softmax_rows.cu "kf_forward spin $spin run $i" --time-budget 2
+      ev tests/gpu/problems/softmax_small tests/gpu/data/softmax_load_inline.py "load_inline spin $spin run $i" --time-budget 2
+    done
+    unset KFORGE_HOST_SPIN_US
+    python3 - "$out" "$spin" <<'PY'
 import json, sys, glob, statistics
-out = sys.argv[1]
+out, spin = sys.argv[1], sys.argv[2]
 def load(pat):
     r = []
     for p in sorted(glob.glob(f"{out}/{pat}")):
         try: r.append(json.load(open(p)))
         except Exception: pass
     return r
-cu, py = load("kf_forward_run_*.json"), load("load_inline_run_*.json")
+cu, py = load(f"kf_forward_spin_{spin}_run_*.json"), load(f"load_inline_spin_{spin}_run_*.json")
 m = lambda js: [j["timing"]["candidate"]["median_s"] for j in js if j.get("timing")]
 if m(cu) and m(py):
     a, b = statistics.median(m(cu)), statistics.median(m(py))
-    print(f"kf_forward median {a * 1e6:.1f} us, load_inline ModelNew {b * 1e6:.1f} us: Python path +{(b - a) * 1e6:.1f} us per call")
+    waits = {j.get("engine", {}).get("host_spin_us") for j in cu + py}
+    print(f"spin {spin} (host_spin_us {sorted(w for w in waits if w is not None)}): kf_forward median {a * 1e6:.1f} us "
+          f"(runs {', '.join(f'{x * 1e6:.1f}' for x in m(cu))}), load_inline ModelNew {b * 1e6:.1f} us "
+          f"(runs {', '.join(f'{x * 1e6:.1f}' for x in m(py))}): Python path +{(b - a) * 1e6:.1f} us per call")
     for j in py[:1]:
         for k in (j.get("kernels") or {}).get("candidate", []):
             print(f"  ModelNew call kernel: {k['name'][:70]} [{k.get('library') or 'custom'}] {k['gpu_s'] * 1e6:.2f} us, {k['launches']} launches")
+    for j in cu[:1]:
+        for k in (j.get("kernels") or {}).get("candidate", []):
+            print(f"  kf_forward call kernel: {k['name'][:70]} {k['gpu_s'] * 1e6:.2f} us, {k['launches']} launches")
 PY
+  done
   # Where the host time goes, step by step, outside kforge (the bridge's Python).
   timeout 300 "${KFORGE_PYTHON:-python3}" bench/python/host_overhead.py tests/gpu/data/softmax_load_inline.py
   timeout 120 "${KFORGE_PYTHON:-python3}" bench/python/host_overhead.py tests/gpu/data/softmax_triton.py

@@ -26,11 +26,13 @@ def per_call(fn, n=2000):
     return host * 1e6, wall * 1e6
 
 
-def event_interval(fn, scrub, n=300, cold=False, sleep_s=0.0, thrash=None):
+def event_interval(fn, scrub, n=300, cold=False, sleep_s=0.0, thrash=None, spin_s=0.0):
     """Median CUDA-event interval (us) around one call, as kforge times it: the device idle
     first, then start event, the call, end event. cold: an L2 scrub (a 256 MiB write) before
     each; sleep_s: the host idles that long first (kforge's worker waits on a pipe for its
-    next command); thrash: a host buffer read through first (other processes' cache traffic)."""
+    next command); spin_s: the host busy-waits that long instead (kforge's timing workers poll
+    for their next command where the machine has 4 CPUs or more); thrash: a host buffer read
+    through first (other processes' cache traffic)."""
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     ts = []
     for _ in range(n):
@@ -41,6 +43,10 @@ def event_interval(fn, scrub, n=300, cold=False, sleep_s=0.0, thrash=None):
             bytes(thrash)
         if sleep_s:
             time.sleep(sleep_s)
+        if spin_s:
+            until = time.perf_counter() + spin_s
+            while time.perf_counter() < until:
+                pass
         start.record()
         fn()
         end.record()
@@ -85,6 +91,7 @@ def main(argv):
     print("| cadence | model(x) | dst.copy_(x) (one copy kernel) |\n|---|---|---|")
     for name, kw in (("device idle, host hot", {}), ("after an L2 scrub", {"cold": True}),
                      ("after a scrub and 1 ms of host sleep", {"cold": True, "sleep_s": 1e-3}),
+                     ("after a scrub and 1 ms of host busy-wait", {"cold": True, "spin_s": 1e-3}),
                      ("after a scrub, 32 MiB of host memory read, 1 ms sleep",
                       {"cold": True, "sleep_s": 1e-3, "thrash": thrash})):
         a = event_interval(lambda: model(x), scrub, **kw)

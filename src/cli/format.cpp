@@ -163,6 +163,13 @@ std::string format_evaluation(const worker::evaluation& ev, const problem::probl
                            ? std::string("measured now, in the bridge's timer (docs/pytorch.md)")
                            : "reused from a measurement under an hour old (" +
                                  ev.phases["torch_baselines"].get<std::string>() + ")");
+    if (ev.engine.contains("host_spin_us")) { // worker/command_input.hpp
+      const auto us = ev.engine["host_spin_us"].get<long long>();
+      s += us > 0 ? fmt::format("  host     timing workers wait for each sample awake (polling up to {} ms), as a busy "
+                                "launching thread would\n", us / 1000.0)
+                  : std::string("  host     timing workers sleep between samples (KFORGE_HOST_SPIN_US=0, or under 4 "
+                                "CPUs): each call's launch starts from an idle core\n");
+    }
     std::string rate;
     if (p.work.min_bytes > 0) rate += fmt::format("{:.1f} GB/s", p.work.min_bytes / c->median_s * 1e-9);
     if (p.work.flops > 0) rate += fmt::format("{}{:.2f} GFLOP/s", rate.empty() ? "" : ", ", p.work.flops / c->median_s * 1e-9);

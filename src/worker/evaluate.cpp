@@ -1,4 +1,5 @@
 #include "worker/evaluate.hpp"
+#include "worker/command_input.hpp"
 
 #include "bridge/torch_helper.hpp"
 #include "core/fs.hpp"
@@ -274,6 +275,8 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
     return ev;
   }
   phase_start("timing");
+  // How the timing workers waited between samples: polling keeps their cores awake (command_input.hpp).
+  ev.engine["host_spin_us"] = default_host_spin().count();
   const std::uint64_t torch_seed = rng(); // drawn on both paths
   if (dj) {
     timing_workers->run(plan.rechecks, rec);

@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/fd_passing.hpp"
 #include "worker/candidate_run.hpp"
+#include "worker/command_input.hpp"
 
 #include <fmt/format.h>
 
@@ -84,9 +85,11 @@ nlohmann::json trusted_subjects(const problem::problem& p, const role_artifacts&
   return trusted;
 }
 
-// The "timing" part of both timing workers' jobs: the same seed gives both the same inputs.
+// The "timing" part of both timing workers' jobs: the same seed gives both the same inputs;
+// the same host_spin_us has both wait for their samples alike (worker/command_input.hpp).
 nlohmann::json timing_params(const problem::problem& p, std::uint64_t seed) {
-  return {{"seed", seed}, {"rotations", rotations}, {"warmup", warmup}, {"min_samples", p.eval.min_samples}};
+  return {{"seed", seed}, {"rotations", rotations}, {"warmup", warmup}, {"min_samples", p.eval.min_samples},
+          {"host_spin_us", default_host_spin().count()}};
 }
 
 // A timing step may take the budget four times over (warm-up and rechecks around it).

@@ -5,6 +5,7 @@
 #include "device/backend.hpp"
 #include "device/cuda_backend.hpp"
 #include "problem/problem.hpp"
+#include "worker/command_input.hpp"
 #include "worker/protocol.hpp"
 #include "worker/python_library.hpp"
 #include "worker/roles.hpp"
@@ -13,6 +14,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <iostream>
 #include <string>
 #include <map>
@@ -55,8 +57,10 @@ int worker_process_main() {
   ::prctl(PR_SET_DUMPABLE, 0);
   // The job is the first line on stdin; further lines are the parent's commands, for the
   // roles that take them (the timing workers). Every other role's stdin is /dev/null.
+  command_input input(0);
+  std::istream commands(&input);
   std::string text;
-  std::getline(std::cin, text);
+  std::getline(commands, text);
   auto job = nlohmann::json::parse(text, nullptr, false);
   if (job.is_discarded() || !job.is_object() || !job.contains("nonce")) {
     std::cerr << "kforge-worker: expected a JSON job on stdin (this program is started by kforge)\n";
@@ -80,6 +84,8 @@ int worker_process_main() {
       return 0;
     }
     if (job.value("deferred", false)) complete_deferred(job);
+    if (role == "time" || role == "time_trusted") // the wait between samples (worker/command_input.hpp)
+      input.set_spin(std::chrono::microseconds(job.value("timing", nlohmann::json::object()).value("host_spin_us", 0)));
     // "shapes": tensor shapes that replace the problem's (the reduced shape of a sanitizer run).
     const auto p = problem::with_shapes(problem::load(job["problem"].get<std::string>()),
                                         job.value("shapes", std::map<std::string, std::vector<int64_t>>{}));
@@ -87,9 +93,9 @@ int worker_process_main() {
     int rc = 0;
     if (role == "oracle") rc = run_oracle(ch, p, job, *dev);
     else if (role == "verify") rc = run_verify(ch, p, job, *dev);
-    else if (role == "judge") rc = run_judge(ch, p, job, *dev, std::cin);
-    else if (role == "call") rc = run_call(ch, p, job, *dev, std::cin);
-    else if (interactive) rc = run_time(ch, p, job, *dev, std::cin);
+    else if (role == "judge") rc = run_judge(ch, p, job, *dev, commands);
+    else if (role == "call") rc = run_call(ch, p, job, *dev, commands);
+    else if (interactive) rc = run_time(ch, p, job, *dev, commands);
     else if (role == "profile") rc = run_profile(ch, p, job, *dev);
     else KFORGE_THROW(internal, "unknown worker role '{}'", role);
     ch.send({{"type", "done"}});

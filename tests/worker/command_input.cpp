@@ -1,0 +1,95 @@
+// The timing workers' command input (worker/command_input.hpp): polling for the next command
+// must not change what is read, only how the wait is spent; and a wait longer than the spin
+// still ends with the command, in a blocking read.
+#include "worker/command_input.hpp"
+#include "test_util.hpp"
+#include "worker/evaluate.hpp"
+
+#include <gtest/gtest.h>
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <istream>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace kforge;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Writes `chunks` into a pipe with `gap` between them, then closes it; returns the lines read.
+std::vector<std::string> read_through(std::chrono::microseconds spin, const std::vector<std::string>& chunks,
+                                      std::chrono::milliseconds gap) {
+  int fds[2];
+  EXPECT_EQ(::pipe(fds), 0);
+  std::thread writer([&] {
+    for (auto& c : chunks) {
+      std::this_thread::sleep_for(gap);
+      EXPECT_EQ(::write(fds[1], c.data(), c.size()), static_cast<ssize_t>(c.size()));
+    }
+    ::close(fds[1]);
+  });
+  worker::command_input in(fds[0]);
+  in.set_spin(spin);
+  std::istream s(&in);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(s, line);) lines.push_back(line);
+  writer.join();
+  ::close(fds[0]);
+  return lines;
+}
+
+} // namespace
+
+TEST(command_input, reads_the_same_lines_spinning_or_not) {
+  // Lines split across writes, two lines in one write, and a last line without its newline.
+  const std::vector<std::string> chunks = {"{\"cmd\":\"sam", "ple\"}\n{\"cmd\":\"sample\",\"rotation\":1}\n", "{\"cmd\":\"finish\"}"};
+  const std::vector<std::string> want = {"{\"cmd\":\"sample\"}", "{\"cmd\":\"sample\",\"rotation\":1}", "{\"cmd\":\"finish\"}"};
+  EXPECT_EQ(read_through(0us, chunks, 2ms), want);
+  EXPECT_EQ(read_through(50ms, chunks, 2ms), want);
+}
+
+TEST(command_input, a_wait_longer_than_the_spin_ends_in_a_blocking_read) {
+  // 1 ms of polling, then a 30 ms gap: the command still arrives, in the read that follows.
+  EXPECT_EQ(read_through(1ms, {"a\n", "b\n"}, 30ms), (std::vector<std::string>{"a", "b"}));
+}
+
+TEST(command_input, the_end_of_input_ends_the_stream_while_spinning) {
+  EXPECT_TRUE(read_through(20ms, {}, 0ms).empty());
+}
+
+TEST(command_input, the_environment_sets_the_spin_and_zero_turns_it_off) {
+  const char* old = std::getenv("KFORGE_HOST_SPIN_US");
+  const std::string saved = old ? old : "";
+  ::setenv("KFORGE_HOST_SPIN_US", "0", 1);
+  EXPECT_EQ(worker::default_host_spin(), 0us);
+  ::setenv("KFORGE_HOST_SPIN_US", "1500", 1);
+  EXPECT_EQ(worker::default_host_spin(), 1500us);
+  if (old) ::setenv("KFORGE_HOST_SPIN_US", saved.c_str(), 1);
+  else ::unsetenv("KFORGE_HOST_SPIN_US");
+}
+
+// End to end on the CPU problem: timing workers that poll time the same calls and say so.
+TEST(command_input, an_evaluation_with_polling_timing_workers_passes_and_records_the_spin) {
+  test::cache_env env;
+  test::temp_dir d;
+  const auto p = problem::load(test::problems_dir() / "softmax");
+  test::write(d / "softmax.cpp", read_file(p.reference));
+  const char* old = std::getenv("KFORGE_HOST_SPIN_US");
+  const std::string saved = old ? old : "";
+  ::setenv("KFORGE_HOST_SPIN_US", "2000", 1);
+  worker::evaluate_options o;
+  o.worker_exe = test::worker_binary();
+  o.trials_per_case = 1;
+  o.time_budget_s = 0.3;
+  const auto ev = worker::evaluate(p, d / "softmax.cpp", o);
+  if (old) ::setenv("KFORGE_HOST_SPIN_US", saved.c_str(), 1);
+  else ::unsetenv("KFORGE_HOST_SPIN_US");
+  ASSERT_EQ(ev.status, "passed") << ev.message;
+  ASSERT_NE(ev.timing("candidate"), nullptr);
+  ASSERT_NE(ev.timing("reference"), nullptr);
+  EXPECT_EQ(ev.engine.value("host_spin_us", -1), 2000);
+}
