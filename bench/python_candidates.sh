@@ -3,7 +3,7 @@
 # scripts/dist.sh, with KernelBench's files in $KERNELBENCH (a checkout of
 # github.com/ScalingIntelligence/KernelBench; default bench/kernelbench/upstream, which is not
 # committed: `git clone --depth 1 https://github.com/ScalingIntelligence/KernelBench bench/kernelbench/upstream`):
-#   bench/python_candidates.sh OUT [triton] [overhead] [examples] [level1]   (default: all four)
+#   bench/python_candidates.sh OUT [triton] [overhead] [examples] [level1]   (default: all four; run in the order given)
 #   EXAMPLES="words" / LEVEL1="names": only those solutions (a solution name ending in a word) / problems
 # 1. triton: a new Triton softmax on problems/softmax (4096 x 65536), JIT included (a fresh
 #    source each run), then the same source again with its build cached.
@@ -71,7 +71,7 @@ ev() { # problem candidate label [extra args]
   row "$j" "$(awk "BEGIN{print $(date +%s.%N) - $t0}")" "$label"
 }
 
-if [[ " $parts " == *" triton "* ]]; then
+part_triton() {
   echo "=== triton: a new Triton softmax on problems/softmax (4096 x 65536)"
   "$K" eval problems/softmax problems/softmax/seed.cu --time-budget 0.2 > /dev/null 2>&1 # reference and oracle builds
   # Two fresh copies (new content hashes, so new builds): the first is also this cache's first
@@ -86,9 +86,9 @@ if [[ " $parts " == *" triton "* ]]; then
   ev problems/softmax "$fresh" "softmax_online (build cached)"
   ev problems/softmax problems/softmax/seed.cu "seed.cu (kf_forward)"
   "$K" eval problems/softmax "$fresh" 2>&1 | tail -12
-fi
+}
 
-if [[ " $parts " == *" overhead "* ]]; then
+part_overhead() {
   echo "=== overhead: the same kernel as kf_forward and as load_inline, tests/gpu/problems/softmax_small (512 x 4096)"
   # Twice: timing workers that sleep between samples (KFORGE_HOST_SPIN_US=0) and that poll
   # (the default on a machine with 4 CPUs or more; worker/command_input.hpp).
@@ -129,13 +129,13 @@ PY
   # Where the host time goes, step by step, outside kforge (the bridge's Python).
   timeout 300 "${KFORGE_PYTHON:-python3}" bench/python/host_overhead.py tests/gpu/data/softmax_load_inline.py
   timeout 120 "${KFORGE_PYTHON:-python3}" bench/python/host_overhead.py tests/gpu/data/softmax_triton.py
-fi
+}
 
-if [[ " $parts " == *" examples "* ]]; then
+part_examples() {
   echo "=== examples: KernelBench's example problems and solutions ($KB, $(cat "$KB/COMMIT" 2>/dev/null | cut -c1-12))"
   P=$KB/src/kernelbench/prompts
   mkdir -p "$out/kb_examples"
-  header "problem / solution"
+  local pairs=() pair prob sol d
   for pair in model_ex_add:model_new_ex_add model_ex_add:model_new_ex_add_triton model_ex_add:model_new_ex_add_cute \
               model_ex_add:model_new_ex_add_tilelang few_shot/model_ex_fuse_gelu:few_shot/model_new_ex_fuse_gelu \
               few_shot/model_ex_tiled_matmul:few_shot/model_new_ex_tiled_matmul few_shot/model_ex_mnist2:few_shot/model_new_ex_mnist2 \
@@ -145,11 +145,39 @@ if [[ " $parts " == *" examples "* ]]; then
     if [ -n "${EXAMPLES:-}" ]; then keep=""; for w in $EXAMPLES; do [[ $sol == *"$w" ]] && keep=1; done; [ -n "$keep" ] || continue; fi
     d="$out/kb_examples/$(basename "$prob")"
     [ -d "$d" ] || "$K" import kernelbench "$P/$prob.py" --out "$d" --force > "$d.import.txt" 2>&1 || { echo "| $(basename "$prob") | import failed: $(tail -1 "$d.import.txt") |"; continue; }
-    ev "$d" "$P/$sol.py" "$(basename "$prob") / $(basename "$sol")"
+    pairs+=("$pair")
   done
-fi
+  # The builds first, all at once (a load_inline build is ~50 s of torch's extension build,
+  # CPU-bound), verification only; then each example evaluated alone, its build cached, so that
+  # nothing else shares the GPU while it is timed. The first builds' times are printed after.
+  if [ -z "${EXAMPLES_SERIAL:-}" ]; then
+    for pair in "${pairs[@]}"; do
+      prob=${pair%%:*} sol=${pair##*:}
+      timeout "${EVAL_TIMEOUT:-300}" "$K" eval "$out/kb_examples/$(basename "$prob")" "$P/$sol.py" --no-time --json \
+        > "$out/kb_examples/prebuild_$(basename "$sol").json" 2>/dev/null &
+    done
+    wait
+    for pair in "${pairs[@]}"; do
+      sol=${pair##*:}
+      python3 - "$out/kb_examples/prebuild_$(basename "$sol").json" "$(basename "$sol")" <<'PY'
+import json, sys
+try:
+    j = json.load(open(sys.argv[1]))
+except Exception as e:
+    print(f"  first build of {sys.argv[2]}: no JSON ({e})"); sys.exit()
+b = next((b for b in j.get("builds", []) if b.get("role") == "candidate"), {})
+print(f"  first build of {sys.argv[2]} (builds in parallel): {b.get('duration_s', 0):.1f} s{' cached' if b.get('cached') else ''}, then {j.get('status')}")
+PY
+    done
+  fi
+  header "problem / solution"
+  for pair in "${pairs[@]}"; do
+    prob=${pair%%:*} sol=${pair##*:}
+    ev "$out/kb_examples/$(basename "$prob")" "$P/$sol.py" "$(basename "$prob") / $(basename "$sol")"
+  done
+}
 
-if [[ " $parts " == *" level1 "* ]]; then
+part_level1() {
   echo "=== level1: ten KernelBench level-1 problems with bench/kernelbench/model_new"
   mkdir -p "$out/kb_level1"
   header problem
@@ -168,4 +196,9 @@ if [[ " $parts " == *" level1 "* ]]; then
     "$K" import kernelbench "$KB/KernelBench/level1/$n.py" --out "$d" --force > "$d.import.txt" 2>&1 || { echo "| $n | import failed: $(tail -1 "$d.import.txt") |"; continue; }
     ev "$d" "$c" "$n"
   done
-fi
+}
+
+# The parts in the order asked (the slow example builds can go last, after the level-1 verdicts).
+for part in $parts; do
+  case $part in triton|overhead|examples|level1) "part_$part" ;; *) echo "unknown part: $part (triton, overhead, examples, level1)" >&2; exit 2 ;; esac
+done

@@ -75,6 +75,10 @@ const char* stream_name(CUstream s) {
 // run time, the API's name alone where the driver lacks it.
 using func_get_name_t = CUresult (*)(const char**, CUfunction);
 std::atomic<func_get_name_t> g_func_get_name{nullptr};
+// A library-loaded kernel (cuLibraryGetKernel, as cuDNN 9 loads its own) reaches cuLaunchKernel
+// as a CUkernel, which cuFuncGetName does not know: cuKernelGetName (CUDA 12.3) does.
+using kernel_get_name_t = CUresult (*)(const char**, CUkernel);
+std::atomic<kernel_get_name_t> g_kernel_get_name{nullptr};
 
 std::string launch_name(CUpti_CallbackId cbid, const void* params, const char* api) {
   CUfunction f = nullptr;
@@ -93,6 +97,8 @@ std::string launch_name(CUpti_CallbackId cbid, const void* params, const char* a
   }
   const char* name = nullptr;
   if (auto get = g_func_get_name.load(); get && f && get(&name, f) != CUDA_SUCCESS) name = nullptr;
+  if (auto get = g_kernel_get_name.load(); !name && get && f && get(&name, reinterpret_cast<CUkernel>(f)) != CUDA_SUCCESS)
+    name = nullptr;
   const std::string call = api ? api : "a launch";
   if (!name) return call;
   std::string n = name;
@@ -186,6 +192,7 @@ std::unique_ptr<launch_guard> launch_guard::start(void* call_stream, std::string
     if (get_flags(static_cast<CUstream>(call_stream), &flags) != CUDA_SUCCESS) flags = CU_STREAM_NON_BLOCKING;
   g_legacy_is_call = call_stream != nullptr && (flags & CU_STREAM_NON_BLOCKING) == 0;
   g_func_get_name = reinterpret_cast<func_get_name_t>(sym("cuFuncGetName"));
+  g_kernel_get_name = reinterpret_cast<kernel_get_name_t>(sym("cuKernelGetName"));
   g_main = std::this_thread::get_id();
   CUpti_SubscriberHandle sub = nullptr;
   if (CUptiResult r = g_api.subscribe(&sub, on_launch, nullptr); r != CUPTI_SUCCESS) {
