@@ -2,6 +2,7 @@
 // must not change what is read, only how the wait is spent; and a wait longer than the spin
 // still ends with the command, in a blocking read.
 #include "worker/command_input.hpp"
+#include "cli/format.hpp"
 #include "test_util.hpp"
 #include "worker/evaluate.hpp"
 
@@ -92,4 +93,7 @@ TEST(command_input, an_evaluation_with_polling_timing_workers_passes_and_records
   ASSERT_NE(ev.timing("candidate"), nullptr);
   ASSERT_NE(ev.timing("reference"), nullptr);
   EXPECT_EQ(ev.engine.value("host_spin_us", -1), 2000);
+  // `kforge eval` says how the timing workers waited.
+  EXPECT_NE(cli::format_evaluation(ev, p, 1, "softmax.cpp").find("polling up to 2 ms"), std::string::npos)
+      << cli::format_evaluation(ev, p, 1, "softmax.cpp");
 }
