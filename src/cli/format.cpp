@@ -41,7 +41,9 @@ std::string format_seconds(double s) {
 namespace {
 // What ran, per subject (ev.kernels, worker/kernel_trace.hpp): the kernels by GPU time, with
 // the library a name says it comes from, so a "custom kernel" that is cuBLAS shows as such.
-std::string kernels_lines(const nlohmann::json& kernels) {
+// `ev`'s medians: a subject's time outside its kernels (its launch path: a Python call's interpreter,
+// the host side of every launch, the timer's device sync), GPU time taken from untimed, warm calls.
+std::string kernels_lines(const nlohmann::json& kernels, const worker::evaluation& ev) {
   std::string s;
   for (const char* subject : {"candidate", "reference"}) {
     if (!kernels.contains(subject) || !kernels[subject].is_array() || kernels[subject].empty()) continue;
@@ -70,6 +72,9 @@ std::string kernels_lines(const nlohmann::json& kernels) {
                             : "";
     s += fmt::format("  {:<8} {} per call: {:.3g} launches, {} GPU{}: {}\n", s.empty() ? "kernels" : "", subject,
                      launches, format_seconds(total), where, names);
+    if (const auto* t = ev.timing(subject); t && total > 0 && t->median_s > total)
+      s += fmt::format("           {} median {}: {} more than its kernels' GPU time in warm calls (launches, host code, cold caches, the timer's sync)\n",
+                       subject, format_seconds(t->median_s), format_seconds(t->median_s - total));
   }
   return s;
 }
@@ -180,7 +185,7 @@ std::string format_evaluation(const worker::evaluation& ev, const problem::probl
                        format_seconds(ev.roofline["floor_s"].get<double>()),
                        100 * ev.roofline.value("reference_fraction", 0.0));
   }
-  s += kernels_lines(ev.kernels);
+  s += kernels_lines(ev.kernels, ev);
   s += confinement_line(ev.confinement);
   if (ev.engine.value("path", "") == "device") {
     const auto& l = ev.engine.value("launches", nlohmann::json::object());
