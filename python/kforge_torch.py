@@ -345,9 +345,10 @@ def cmd_describe(req):
             outs = as_outputs(m(*inputs))
         flops, flops_from = work(m, inputs)
     # Submodules whose result depends on training mode (KernelBench runs Model() as built,
-    # in training mode): BatchNorm uses batch statistics; Dropout with p > 0 draws.
+    # in training mode): BatchNorm uses batch statistics; Dropout with p > 0 draws (p = 0
+    # is the identity in either mode, so it is not noted).
     mode = sorted({type(m).__name__ for m in model.modules()
-                   if isinstance(m, (torch.nn.modules.batchnorm._BatchNorm, torch.nn.modules.dropout._DropoutNd))})
+                   if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)})
     random = sorted({type(m).__name__ for m in model.modules()
                      if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0})
     return {"torch_version": torch.__version__, "init_inputs": init, "training": model.training,
@@ -830,6 +831,20 @@ COMMANDS = {"probe": cmd_probe, "describe": cmd_describe, "run": cmd_run, "time"
             "map": cmd_map, "run_shared": cmd_run_shared, "unmap": cmd_unmap, "stage": cmd_stage}
 
 
+def missing_module_hint(e):
+    """What to do when a model's file imports a module this interpreter lacks."""
+    if not isinstance(e, ModuleNotFoundError) or not e.name or e.name == "torch":
+        return ""
+    top = e.name.split(".")[0]
+    hint = (f": the file imports '{top}', which {sys.executable} does not have; install it there "
+            f"({sys.executable} -m pip install {top}, or the package that provides it) "
+            f"or set KFORGE_PYTHON to an interpreter that has it")
+    if top == "transformers":
+        hint += (" (KernelBench's level 4 files also download their model's config and weights from "
+                 "the Hugging Face hub, so they need the network or a filled HF_HOME cache)")
+    return hint
+
+
 def run_one(command, request_path, answer_path):
     """One command: the request from a file (or none for "-"), the answer to a file. @return 0 or 1."""
     req = {}
@@ -841,7 +856,7 @@ def run_one(command, request_path, answer_path):
         rc = 0
     except Exception as e:  # noqa: BLE001 -- every failure becomes an answer the C++ side can show
         traceback.print_exc()
-        answer = {"error": f"{type(e).__name__}: {e}"}
+        answer = {"error": f"{type(e).__name__}: {e}{missing_module_hint(e)}"}
         rc = 1
     with open(answer_path, "w") as f:
         json.dump(answer, f)

@@ -83,13 +83,16 @@ PY
 fi
 
 # PyTorch for the bridge (kforge import kernelbench, [torch] problems, export --torch): a
-# virtual environment in .venv (ignored by git) with torch from PyPI and ninja for
-# torch.utils.cpp_extension. About 5 GB with torch's CUDA libraries; CPU-only machines run
-# it on the CPU. KFORGE_NO_TORCH=1 skips it: the bridge then says torch is missing, and its
-# tests skip saying so.
-if [ -z "${KFORGE_NO_TORCH:-}" ] && ! .venv/bin/python3 -c "import torch" >/dev/null 2>&1; then
-  echo "setup: installing torch into .venv (PyPI)"
-  if ! { python3 -m venv .venv && .venv/bin/python3 -m pip install -q --upgrade pip && .venv/bin/python3 -m pip install -q torch ninja; }; then
+# virtual environment in .venv (ignored by git) with torch from PyPI, ninja for
+# torch.utils.cpp_extension, and what KernelBench's problem files import besides torch
+# (numpy: level 3's SwinTransformerV2; einops: its two Mamba2 files). About 5 GB with torch's
+# CUDA libraries; CPU-only machines run it on the CPU. KFORGE_NO_TORCH=1 skips it: the bridge
+# then says torch is missing, and its tests skip saying so. (Level 4's transformers is left
+# out: those files fetch their models from the Hugging Face hub, which needs the network.)
+if [ -z "${KFORGE_NO_TORCH:-}" ] && ! .venv/bin/python3 -c "import torch, numpy, einops" >/dev/null 2>&1; then
+  echo "setup: installing torch, numpy and einops into .venv (PyPI)"
+  if ! { { [ -x .venv/bin/python3 ] || python3 -m venv .venv; } && .venv/bin/python3 -m pip install -q --upgrade pip &&
+         .venv/bin/python3 -m pip install -q torch ninja numpy einops; }; then
     echo "setup: torch could not be installed; the PyTorch bridge's tests will skip (set KFORGE_PYTHON to use another)"
   fi
 fi

@@ -297,6 +297,34 @@ TEST(torch_import, a_number_among_the_inputs_is_a_one_element_input_the_module_g
   EXPECT_EQ(worker::evaluate(p, d / "fixed.cpp", o).status, "tolerance");
 }
 
+TEST(torch_import, a_file_that_imports_numpy_and_einops_imports_and_an_inert_dropout_is_not_noted) {
+  // What KernelBench's level 3 files import besides torch; scripts/setup.sh puts both in .venv.
+  REQUIRE_TORCH();
+  test::temp_dir d;
+  const auto r = bridge::import_kernelbench(data("kb_einops_numpy.py"), {.out = d / "e", .backend = "cpu"});
+  EXPECT_EQ(problem::load(r.dir).inputs()[0]->shape, (std::vector<int64_t>{8, 64}));
+  for (auto& n : r.notes) {
+    EXPECT_EQ(n.find("training mode"), std::string::npos) << n;
+    EXPECT_EQ(n.find("Dropout"), std::string::npos) << n;
+  }
+}
+
+TEST(torch_import, a_file_that_imports_a_module_the_interpreter_lacks_says_which_and_how_to_install_it) {
+  REQUIRE_TORCH();
+  test::temp_dir d;
+  test::write(d / "needs.py", "import torch\nimport kforge_test_absent_module.sub\n"
+                              "class Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
+                              "def get_inputs():\n    return [torch.randn(4)]\ndef get_init_inputs():\n    return []\n");
+  try {
+    (void)bridge::import_kernelbench(d / "needs.py", {.out = d / "p", .backend = "cpu"});
+    FAIL() << "imported";
+  } catch (const kforge::error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("imports 'kforge_test_absent_module'"), std::string::npos) << m;
+    EXPECT_NE(m.find("-m pip install kforge_test_absent_module"), std::string::npos) << m;
+  }
+}
+
 TEST(torch_cli, import_then_check_a_kernelbench_file) {
   REQUIRE_TORCH();
   test::cache_env cache;
