@@ -90,17 +90,24 @@ part_triton() {
 
 part_overhead() {
   echo "=== overhead: the same kernel as kf_forward and as load_inline, tests/gpu/problems/softmax_small (512 x 4096)"
-  # Twice: timing workers that sleep between samples (KFORGE_HOST_SPIN_US=0) and that poll
-  # (the default on a machine with 4 CPUs or more; worker/command_input.hpp).
-  for spin in 0 default; do
-    echo "--- timing workers' wait between samples: $([[ $spin == 0 ]] && echo 'sleep (KFORGE_HOST_SPIN_US=0)' || echo 'poll (default)')"
+  # Timing workers that sleep between samples (0: KFORGE_HOST_SPIN_US=0), that poll (default:
+  # on a machine with 4 CPUs or more; worker/command_input.hpp), and that poll with their
+  # timing threads pinned to CPUs of their own (pin: KFORGE_TIMING_CPUS=$PIN_CPUS, default 3,5).
+  # OVERHEAD_MODES picks (default "0 default").
+  for spin in ${OVERHEAD_MODES:-0 default}; do
+    case $spin in
+      0) echo "--- timing workers' wait between samples: sleep (KFORGE_HOST_SPIN_US=0)" ;;
+      pin) echo "--- timing workers' wait between samples: poll, timing threads pinned (KFORGE_TIMING_CPUS=${PIN_CPUS:-3,5})" ;;
+      *) echo "--- timing workers' wait between samples: poll (default)" ;;
+    esac
     header candidate
     for i in 1 2; do
       if [[ $spin == 0 ]]; then export KFORGE_HOST_SPIN_US=0; else unset KFORGE_HOST_SPIN_US; fi
+      if [[ $spin == pin ]]; then export KFORGE_TIMING_CPUS=${PIN_CPUS:-3,5}; else unset KFORGE_TIMING_CPUS; fi
       ev tests/gpu/problems/softmax_small bench/python/softmax_rows.cu "kf_forward spin $spin run $i" --time-budget 2
       ev tests/gpu/problems/softmax_small tests/gpu/data/softmax_load_inline.py "load_inline spin $spin run $i" --time-budget 2
     done
-    unset KFORGE_HOST_SPIN_US
+    unset KFORGE_HOST_SPIN_US KFORGE_TIMING_CPUS
     python3 - "$out" "$spin" <<'PY'
 import json, sys, glob, statistics
 out, spin = sys.argv[1], sys.argv[2]
@@ -115,6 +122,10 @@ m = lambda js: [j["timing"]["candidate"]["median_s"] for j in js if j.get("timin
 if m(cu) and m(py):
     a, b = statistics.median(m(cu)), statistics.median(m(py))
     waits = {j.get("engine", {}).get("host_spin_us") for j in cu + py}
+    pins = {tuple(j.get("engine", {}).get("timing_cpus") or ()) for j in cu + py}
+    spread = lambda js: "; ".join(f"{j['timing']['candidate']['min_s'] * 1e6:.1f}/{j['timing']['candidate']['p10_s'] * 1e6:.1f}/"
+                                  f"{j['timing']['candidate']['p90_s'] * 1e6:.1f}" for j in js if j.get("timing"))
+    print(f"  min/p10/p90 us: kf_forward {spread(cu)}; ModelNew {spread(py)}; timing_cpus {sorted(pins)}")
     print(f"spin {spin} (host_spin_us {sorted(w for w in waits if w is not None)}): kf_forward median {a * 1e6:.1f} us "
           f"(runs {', '.join(f'{x * 1e6:.1f}' for x in m(cu))}), load_inline ModelNew {b * 1e6:.1f} us "
           f"(runs {', '.join(f'{x * 1e6:.1f}' for x in m(py))}): Python path +{(b - a) * 1e6:.1f} us per call")
@@ -126,7 +137,8 @@ if m(cu) and m(py):
             print(f"  kf_forward call kernel: {k['name'][:70]} {k['gpu_s'] * 1e6:.2f} us, {k['launches']} launches")
 PY
   done
-  # Where the host time goes, step by step, outside kforge (the bridge's Python).
+  # Where the host time goes, step by step, outside kforge (the bridge's Python); SKIP_HOST_OVERHEAD=1 skips it.
+  [[ -n ${SKIP_HOST_OVERHEAD:-} ]] && return
   timeout 300 "${KFORGE_PYTHON:-python3}" bench/python/host_overhead.py tests/gpu/data/softmax_load_inline.py
   timeout 120 "${KFORGE_PYTHON:-python3}" bench/python/host_overhead.py tests/gpu/data/softmax_triton.py
 }

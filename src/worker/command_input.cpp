@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -50,6 +51,20 @@ std::chrono::microseconds default_host_spin() {
   CPU_ZERO(&set);
   if (::sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) < 4) return std::chrono::microseconds(0);
   return std::chrono::milliseconds(20);
+}
+
+std::optional<std::pair<int, int>> timing_cpus() {
+  const char* v = std::getenv("KFORGE_TIMING_CPUS");
+  if (!v || !*v) return std::nullopt;
+  int a = -1, b = -1;
+  char sep = 0, tail = 0;
+  if (std::sscanf(v, "%d%c%d%c", &a, &sep, &b, &tail) != 3 || sep != ',' || a == b) return std::nullopt;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) != 0 || a < 0 || b < 0 || a >= CPU_SETSIZE || b >= CPU_SETSIZE ||
+      !CPU_ISSET(a, &set) || !CPU_ISSET(b, &set))
+    return std::nullopt;
+  return std::pair{a, b};
 }
 
 } // namespace kforge::worker

@@ -13,6 +13,8 @@
 // busy, not asleep, between kernels: a hot host is the case users run.
 #include <array>
 #include <chrono>
+#include <optional>
+#include <utility>
 #include <streambuf>
 
 namespace kforge::worker {
@@ -37,5 +39,11 @@ private:
 /// take a core that the parent and the other worker need), else 20 ms, longer than the samples of
 /// most kernels.
 [[nodiscard]] std::chrono::microseconds default_host_spin();
+
+/// The CPUs the candidate's and the trusted timing worker pin their timing thread to:
+/// KFORGE_TIMING_CPUS="A,B" (two different CPUs this process may use), else none (not pinned).
+/// An experiment: whether a launching thread that keeps its core's caches to itself narrows
+/// the Python call's spread (bench/python_candidates.sh overhead).
+[[nodiscard]] std::optional<std::pair<int, int>> timing_cpus();
 
 } // namespace kforge::worker

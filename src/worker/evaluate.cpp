@@ -277,6 +277,7 @@ evaluation evaluate(const problem::problem& p, const std::filesystem::path& cand
   phase_start("timing");
   // How the timing workers waited between samples: polling keeps their cores awake (command_input.hpp).
   ev.engine["host_spin_us"] = default_host_spin().count();
+  if (auto cpus = timing_cpus()) ev.engine["timing_cpus"] = {cpus->first, cpus->second};
   const std::uint64_t torch_seed = rng(); // drawn on both paths
   if (dj) {
     timing_workers->run(plan.rechecks, rec);

@@ -23,6 +23,7 @@
 #include "worker/kernel_trace.hpp"
 #include "worker/launch_guard.hpp"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -163,6 +164,16 @@ int run_time(channel_writer& ch, const problem::problem& p, const nlohmann::json
   for (auto& s : subjects) names.push_back(s.name);
   ch.send({{"type", "ready"}, {"subjects", names}});
   ch.send({{"type", "progress"}, {"phase", "timing"}});
+
+  // Pinned to one CPU when the parent asks (KFORGE_TIMING_CPUS, worker/command_input.hpp): this
+  // thread only, which makes every timed call, so threads started earlier keep their CPUs.
+  if (const auto& pin = tj.value("pin_cpus", nlohmann::json::array()); pin.size() == 2) {
+    const int cpu = pin[job.value("role", "") == "time" ? 0 : 1].get<int>();
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    (void)::sched_setaffinity(0, sizeof set, &set); // refused: the samples say so by their spread, nothing breaks
+  }
 
   bool recheck_after = false;
   for (std::string line; std::getline(commands, line);) {

@@ -88,8 +88,10 @@ nlohmann::json trusted_subjects(const problem::problem& p, const role_artifacts&
 // The "timing" part of both timing workers' jobs: the same seed gives both the same inputs;
 // the same host_spin_us has both wait for their samples alike (worker/command_input.hpp).
 nlohmann::json timing_params(const problem::problem& p, std::uint64_t seed) {
-  return {{"seed", seed}, {"rotations", rotations}, {"warmup", warmup}, {"min_samples", p.eval.min_samples},
-          {"host_spin_us", default_host_spin().count()}};
+  nlohmann::json t{{"seed", seed}, {"rotations", rotations}, {"warmup", warmup}, {"min_samples", p.eval.min_samples},
+                   {"host_spin_us", default_host_spin().count()}};
+  if (auto cpus = timing_cpus()) t["pin_cpus"] = {cpus->first, cpus->second};
+  return t;
 }
 
 // A timing step may take the budget four times over (warm-up and rechecks around it).
