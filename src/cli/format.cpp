@@ -175,6 +175,9 @@ std::string format_evaluation(const worker::evaluation& ev, const problem::probl
                   : std::string("  host     timing workers sleep between samples (KFORGE_HOST_SPIN_US=0, or under 4 "
                                 "CPUs): each call's launch starts from an idle core\n");
     }
+    if (const auto& pin = ev.engine.value("timing_cpus", nlohmann::json()); pin.is_array() && pin.size() == 2)
+      s += fmt::format("  host     timing threads pinned (KFORGE_TIMING_CPUS): the candidate's to CPU {}, the "
+                       "reference's to CPU {}\n", pin[0].get<int>(), pin[1].get<int>());
     std::string rate;
     if (p.work.min_bytes > 0) rate += fmt::format("{:.1f} GB/s", p.work.min_bytes / c->median_s * 1e-9);
     if (p.work.flops > 0) rate += fmt::format("{}{:.2f} GFLOP/s", rate.empty() ? "" : ", ", p.work.flops / c->median_s * 1e-9);

@@ -11,7 +11,13 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <sched.h>
+
+#include <fmt/format.h>
+
 #include <istream>
+#include <optional>
+#include <utility>
 #include <string>
 #include <thread>
 #include <vector>
@@ -95,5 +101,72 @@ TEST(command_input, an_evaluation_with_polling_timing_workers_passes_and_records
   EXPECT_EQ(ev.engine.value("host_spin_us", -1), 2000);
   // `kforge eval` says how the timing workers waited.
   EXPECT_NE(cli::format_evaluation(ev, p, 1, "softmax.cpp").find("polling up to 2 ms"), std::string::npos)
+      << cli::format_evaluation(ev, p, 1, "softmax.cpp");
+}
+
+namespace {
+// Sets an environment variable for one scope, restoring what was there.
+struct scoped_env {
+  scoped_env(const char* name, const char* value) : name(name) {
+    if (const char* v = std::getenv(name)) old = v;
+    ::setenv(name, value, 1);
+  }
+  ~scoped_env() {
+    if (old) ::setenv(name, old->c_str(), 1);
+    else ::unsetenv(name);
+  }
+  const char* name;
+  std::optional<std::string> old;
+};
+
+// Two CPUs this process may run on, or none.
+std::optional<std::pair<int, int>> two_allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return std::nullopt;
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE && cpus.size() < 2; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  if (cpus.size() < 2) return std::nullopt;
+  return std::pair{cpus[0], cpus[1]};
+}
+} // namespace
+
+TEST(command_input, timing_cpus_are_two_different_cpus_this_process_may_use) {
+  const auto cpus = two_allowed_cpus();
+  if (!cpus) GTEST_SKIP() << "fewer than two CPUs here";
+  const std::string ab = fmt::format("{},{}", cpus->first, cpus->second);
+  {
+    scoped_env e("KFORGE_TIMING_CPUS", ab.c_str());
+    EXPECT_EQ(worker::timing_cpus(), cpus);
+  }
+  for (const std::string& bad : std::vector<std::string>{"", "3", fmt::format("{},{}", cpus->first, cpus->first), "1,2,3", "a,b", "-1,0",
+                                fmt::format("{},{}", cpus->first, CPU_SETSIZE + 1), "0;1"}) {
+    scoped_env e("KFORGE_TIMING_CPUS", bad.c_str());
+    EXPECT_EQ(worker::timing_cpus(), std::nullopt) << "'" << bad << "'";
+  }
+}
+
+// The timing threads pin themselves inside the sandbox (sched_setaffinity is not refused there,
+// or the evaluation would end in a crash), and the evaluation says which CPUs were asked for.
+TEST(command_input, an_evaluation_with_pinned_timing_threads_passes_and_records_the_cpus) {
+  const auto cpus = two_allowed_cpus();
+  if (!cpus) GTEST_SKIP() << "fewer than two CPUs here";
+  test::cache_env env;
+  test::temp_dir d;
+  const auto p = problem::load(test::problems_dir() / "softmax");
+  test::write(d / "softmax.cpp", read_file(p.reference));
+  const std::string ab = fmt::format("{},{}", cpus->first, cpus->second);
+  scoped_env e("KFORGE_TIMING_CPUS", ab.c_str());
+  worker::evaluate_options o;
+  o.worker_exe = test::worker_binary();
+  o.trials_per_case = 1;
+  o.time_budget_s = 0.3;
+  const auto ev = worker::evaluate(p, d / "softmax.cpp", o);
+  ASSERT_EQ(ev.status, "passed") << ev.message;
+  ASSERT_NE(ev.timing("candidate"), nullptr);
+  EXPECT_EQ(ev.engine.value("timing_cpus", nlohmann::json()), (nlohmann::json{cpus->first, cpus->second}));
+  EXPECT_NE(cli::format_evaluation(ev, p, 1, "softmax.cpp").find(fmt::format("candidate's to CPU {}", cpus->first)),
+            std::string::npos)
       << cli::format_evaluation(ev, p, 1, "softmax.cpp");
 }
