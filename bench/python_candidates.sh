@@ -93,7 +93,7 @@ part_overhead() {
   # Timing workers that sleep between samples (0: KFORGE_HOST_SPIN_US=0), that poll (default:
   # on a machine with 4 CPUs or more; worker/command_input.hpp), and that poll with their
   # timing threads pinned to CPUs of their own (pin: KFORGE_TIMING_CPUS=$PIN_CPUS, default 3,5).
-  # OVERHEAD_MODES picks (default "0 default").
+  # OVERHEAD_MODES picks (default "0 default"), OVERHEAD_RUNS how many runs each (default 2).
   for spin in ${OVERHEAD_MODES:-0 default}; do
     case $spin in
       0) echo "--- timing workers' wait between samples: sleep (KFORGE_HOST_SPIN_US=0)" ;;
@@ -101,7 +101,7 @@ part_overhead() {
       *) echo "--- timing workers' wait between samples: poll (default)" ;;
     esac
     header candidate
-    for i in 1 2; do
+    for i in $(seq 1 "${OVERHEAD_RUNS:-2}"); do
       if [[ $spin == 0 ]]; then export KFORGE_HOST_SPIN_US=0; else unset KFORGE_HOST_SPIN_US; fi
       if [[ $spin == pin ]]; then export KFORGE_TIMING_CPUS=${PIN_CPUS:-3,5}; else unset KFORGE_TIMING_CPUS; fi
       ev tests/gpu/problems/softmax_small bench/python/softmax_rows.cu "kf_forward spin $spin run $i" --time-budget 2
