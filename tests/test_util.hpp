@@ -9,8 +9,10 @@
 
 #include <filesystem>
 #include <cstdlib>
+#include <optional>
 #include <random>
 #include <string>
+#include <utility>
 
 namespace kforge::test {
 
@@ -29,19 +31,28 @@ struct temp_dir {
   [[nodiscard]] std::filesystem::path operator/(const std::string& s) const { return path / s; }
 };
 
+/// Sets an environment variable for this object's life, then puts back what was there
+/// (the old value, or no variable).
+struct scoped_env {
+  std::string name;
+  std::optional<std::string> old;
+  scoped_env(std::string n, const std::string& value) : name(std::move(n)) {
+    if (const char* v = std::getenv(name.c_str())) old = v;
+    ::setenv(name.c_str(), value.c_str(), 1);
+  }
+  ~scoped_env() {
+    if (old) ::setenv(name.c_str(), old->c_str(), 1);
+    else ::unsetenv(name.c_str());
+  }
+  scoped_env(const scoped_env&) = delete;
+  scoped_env& operator=(const scoped_env&) = delete;
+};
+
 /// Points KFORGE_CACHE at a fresh folder for this object's life, so "cached" in a test
 /// means that test's own earlier build.
 struct cache_env {
   temp_dir dir;
-  std::string old;
-  cache_env() {
-    if (const char* v = std::getenv("KFORGE_CACHE")) old = v;
-    ::setenv("KFORGE_CACHE", dir.path.c_str(), 1);
-  }
-  ~cache_env() {
-    if (old.empty()) ::unsetenv("KFORGE_CACHE");
-    else ::setenv("KFORGE_CACHE", old.c_str(), 1);
-  }
+  scoped_env env{"KFORGE_CACHE", dir.path.string()};
 };
 
 inline void write(const std::filesystem::path& p, const std::string& text) { write_file_atomic(p, text); }

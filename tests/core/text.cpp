@@ -1,5 +1,6 @@
 // Secrets scrubbed out of candidate text, and bytes that are not UTF-8 made showable.
 #include "core/text.hpp"
+#include "test_util.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -9,16 +10,7 @@
 
 using namespace kforge;
 
-namespace {
-
-/// Sets an environment variable for the life of the object.
-struct scoped_env {
-  std::string name;
-  scoped_env(const std::string& n, const std::string& v) : name(n) { ::setenv(n.c_str(), v.c_str(), 1); }
-  ~scoped_env() { ::unsetenv(name.c_str()); }
-};
-
-} // namespace
+using test::scoped_env;
 
 TEST(secrets, names_that_look_secret) {
   for (auto n : {"OPENAI_API_KEY", "anthropic_api_key", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD",

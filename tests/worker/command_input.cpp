@@ -69,32 +69,40 @@ TEST(command_input, the_end_of_input_ends_the_stream_while_spinning) {
 }
 
 TEST(command_input, the_environment_sets_the_spin_and_zero_turns_it_off) {
-  const char* old = std::getenv("KFORGE_HOST_SPIN_US");
-  const std::string saved = old ? old : "";
-  ::setenv("KFORGE_HOST_SPIN_US", "0", 1);
-  EXPECT_EQ(worker::default_host_spin(), 0us);
-  ::setenv("KFORGE_HOST_SPIN_US", "1500", 1);
+  {
+    test::scoped_env e("KFORGE_HOST_SPIN_US", "0");
+    EXPECT_EQ(worker::default_host_spin(), 0us);
+  }
+  test::scoped_env e("KFORGE_HOST_SPIN_US", "1500");
   EXPECT_EQ(worker::default_host_spin(), 1500us);
-  if (old) ::setenv("KFORGE_HOST_SPIN_US", saved.c_str(), 1);
-  else ::unsetenv("KFORGE_HOST_SPIN_US");
 }
 
-// End to end on the CPU problem: timing workers that poll time the same calls and say so.
-TEST(command_input, an_evaluation_with_polling_timing_workers_passes_and_records_the_spin) {
+namespace {
+struct softmax_run {
+  problem::problem p;
+  worker::evaluation ev;
+};
+
+// The CPU softmax's reference evaluated as a candidate and timed briefly, under the
+// environment the caller set.
+softmax_run evaluate_reference_softmax() {
   test::cache_env env;
   test::temp_dir d;
-  const auto p = problem::load(test::problems_dir() / "softmax");
+  auto p = problem::load(test::problems_dir() / "softmax");
   test::write(d / "softmax.cpp", read_file(p.reference));
-  const char* old = std::getenv("KFORGE_HOST_SPIN_US");
-  const std::string saved = old ? old : "";
-  ::setenv("KFORGE_HOST_SPIN_US", "2000", 1);
   worker::evaluate_options o;
   o.worker_exe = test::worker_binary();
   o.trials_per_case = 1;
   o.time_budget_s = 0.3;
-  const auto ev = worker::evaluate(p, d / "softmax.cpp", o);
-  if (old) ::setenv("KFORGE_HOST_SPIN_US", saved.c_str(), 1);
-  else ::unsetenv("KFORGE_HOST_SPIN_US");
+  auto ev = worker::evaluate(p, d / "softmax.cpp", o);
+  return {std::move(p), std::move(ev)};
+}
+} // namespace
+
+// End to end on the CPU problem: timing workers that poll time the same calls and say so.
+TEST(command_input, an_evaluation_with_polling_timing_workers_passes_and_records_the_spin) {
+  test::scoped_env e("KFORGE_HOST_SPIN_US", "2000");
+  const auto [p, ev] = evaluate_reference_softmax();
   ASSERT_EQ(ev.status, "passed") << ev.message;
   ASSERT_NE(ev.timing("candidate"), nullptr);
   ASSERT_NE(ev.timing("reference"), nullptr);
@@ -105,20 +113,6 @@ TEST(command_input, an_evaluation_with_polling_timing_workers_passes_and_records
 }
 
 namespace {
-// Sets an environment variable for one scope, restoring what was there.
-struct scoped_env {
-  scoped_env(const char* name, const char* value) : name(name) {
-    if (const char* v = std::getenv(name)) old = v;
-    ::setenv(name, value, 1);
-  }
-  ~scoped_env() {
-    if (old) ::setenv(name, old->c_str(), 1);
-    else ::unsetenv(name);
-  }
-  const char* name;
-  std::optional<std::string> old;
-};
-
 // Two CPUs this process may run on, or none.
 std::optional<std::pair<int, int>> two_allowed_cpus() {
   cpu_set_t set;
@@ -137,12 +131,12 @@ TEST(command_input, timing_cpus_are_two_different_cpus_this_process_may_use) {
   if (!cpus) GTEST_SKIP() << "fewer than two CPUs here";
   const std::string ab = fmt::format("{},{}", cpus->first, cpus->second);
   {
-    scoped_env e("KFORGE_TIMING_CPUS", ab.c_str());
+    test::scoped_env e("KFORGE_TIMING_CPUS", ab);
     EXPECT_EQ(worker::timing_cpus(), cpus);
   }
   for (const std::string& bad : std::vector<std::string>{"", "3", fmt::format("{},{}", cpus->first, cpus->first), "1,2,3", "a,b", "-1,0",
                                 fmt::format("{},{}", cpus->first, CPU_SETSIZE + 1), "0;1"}) {
-    scoped_env e("KFORGE_TIMING_CPUS", bad.c_str());
+    test::scoped_env e("KFORGE_TIMING_CPUS", bad);
     EXPECT_EQ(worker::timing_cpus(), std::nullopt) << "'" << bad << "'";
   }
 }
@@ -152,17 +146,8 @@ TEST(command_input, timing_cpus_are_two_different_cpus_this_process_may_use) {
 TEST(command_input, an_evaluation_with_pinned_timing_threads_passes_and_records_the_cpus) {
   const auto cpus = two_allowed_cpus();
   if (!cpus) GTEST_SKIP() << "fewer than two CPUs here";
-  test::cache_env env;
-  test::temp_dir d;
-  const auto p = problem::load(test::problems_dir() / "softmax");
-  test::write(d / "softmax.cpp", read_file(p.reference));
-  const std::string ab = fmt::format("{},{}", cpus->first, cpus->second);
-  scoped_env e("KFORGE_TIMING_CPUS", ab.c_str());
-  worker::evaluate_options o;
-  o.worker_exe = test::worker_binary();
-  o.trials_per_case = 1;
-  o.time_budget_s = 0.3;
-  const auto ev = worker::evaluate(p, d / "softmax.cpp", o);
+  test::scoped_env e("KFORGE_TIMING_CPUS", fmt::format("{},{}", cpus->first, cpus->second));
+  const auto [p, ev] = evaluate_reference_softmax();
   ASSERT_EQ(ev.status, "passed") << ev.message;
   ASSERT_NE(ev.timing("candidate"), nullptr);
   EXPECT_EQ(ev.engine.value("timing_cpus", nlohmann::json()), (nlohmann::json{cpus->first, cpus->second}));
